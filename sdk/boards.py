@@ -1,0 +1,74 @@
+"""Boards are data: each targets/<family>/board*.toml describes where a model runs."""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import PACKAGE_DIR
+from .errors import UsageError
+
+TARGETS_DIR = PACKAGE_DIR / "targets"
+
+
+@dataclass(frozen=True)
+class Board:
+    name: str
+    family_dir: Path
+    description: str
+    kind: str  # "firmware" or "shared_library"
+    profiles: tuple[str, ...]
+    kernels: tuple[str, ...]  # template sets, most specific first
+    flash_bytes: int
+    ram_bytes: int
+    data: dict[str, Any] = field(repr=False)
+
+    def get(self, dotted: str, default: Any = None) -> Any:
+        """A value from the board file by dotted path, e.g. 'toolchain.prefix'."""
+        node: Any = self.data
+        for part in dotted.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "kind": self.kind,
+            "profiles": list(self.profiles),
+            "kernels": list(self.kernels),
+            "flash_bytes": self.flash_bytes,
+            "ram_bytes": self.ram_bytes,
+            "runs_on": self.get("run.how", ""),
+        }
+
+
+def _load(path: Path) -> Board:
+    data = tomllib.loads(path.read_text())
+    memory = data.get("memory", {})
+    return Board(
+        name=data["name"],
+        family_dir=path.parent,
+        description=data.get("description", ""),
+        kind=data["kind"],
+        profiles=tuple(data.get("profiles", [])),
+        kernels=tuple(data.get("kernels", ["portable"])),
+        flash_bytes=int(memory.get("flash_bytes", 0)),
+        ram_bytes=int(memory.get("ram_bytes", 0)),
+        data=data,
+    )
+
+
+def all_boards() -> dict[str, Board]:
+    boards = [_load(p) for p in sorted(TARGETS_DIR.glob("*/board*.toml"))]
+    return {b.name: b for b in boards}
+
+
+def get_board(name: str) -> Board:
+    boards = all_boards()
+    if name not in boards:
+        raise UsageError(f"unknown board '{name}' (known: {', '.join(sorted(boards))})")
+    return boards[name]
