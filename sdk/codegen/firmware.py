@@ -1,0 +1,65 @@
+"""Firmware-only files of a generated project: the linker script and the test harness.
+
+Both are Jinja2 templates in the board's folder (board file keys `firmware.linker_template`
+and `firmware.harness_template`); Python computes every value, the templates only render.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ..boards import Board
+
+LINKER_SCRIPT = "src/linker.ld"  # where targets/*/SConscript expects it
+HARNESS_SOURCE = "src/harness.c"
+
+
+def _environment(board: Board) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(board.family_dir)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def linker_context(board: Board) -> dict[str, Any]:
+    """The linker script's values, all from the board file's [memory] table."""
+    return {
+        "board_name": board.name,
+        "flash_origin": int(board.get("memory.flash_origin", 0)),
+        "flash_bytes": board.flash_bytes,
+        "ram_origin": int(board.get("memory.ram_origin", 0)),
+        "ram_bytes": board.ram_bytes,
+        "stack_bytes": int(board.get("memory.stack_bytes")),
+    }
+
+
+def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any]) -> list[str]:
+    """Render src/linker.ld and src/harness.c into out_dir; return the sources to compile.
+
+    `context` describes the model for the harness. Consumed keys (others are ignored):
+      name     the C prefix of the model ("net"): the harness includes "<name>.h" and calls
+               <name>_quantize_input / <name>_run_int8 (int8) or <name>_run (float);
+      NAME     the macro prefix ("NET"): buffers are sized by <NAME>_INPUT_<i>_SIZE and
+               <NAME>_OUTPUT_<i>_SIZE from the model header;
+      inputs   list of {"index": i}, in model order;
+      outputs  list of {"index": i}, in model order;
+      int8     True: int8 outputs in output.bin; False: float32 run and outputs.
+    The board adds `instructions_per_tick` (key firmware.instructions_per_tick).
+    Returns paths relative to out_dir of the C sources added ("src/harness.c"); the linker
+    script is not a source, the SConscript finds it at src/linker.ld.
+    """
+    env = _environment(board)
+    src = Path(out_dir) / "src"
+    src.mkdir(parents=True, exist_ok=True)
+    linker = env.get_template(board.get("firmware.linker_template", "linker.ld.j2"))
+    (Path(out_dir) / LINKER_SCRIPT).write_text(linker.render(linker_context(board)))
+    harness_context = dict(context)
+    harness_context["instructions_per_tick"] = int(board.get("firmware.instructions_per_tick", 1))
+    harness = env.get_template(board.get("firmware.harness_template", "harness.c.j2"))
+    (Path(out_dir) / HARNESS_SOURCE).write_text(harness.render(harness_context))
+    return [HARNESS_SOURCE]

@@ -1,0 +1,194 @@
+"""Load an ONNX file into the IR with static shapes, or refuse it with one clear line."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ..boards import Board
+from ..errors import ModelError, UsageError
+from ..ir import Graph, Node, Tensor
+from ..ops import REGISTRY, supported_ops
+from ..profiles import Profile
+from ..quant.qdq_import import has_qdq, import_qdq
+from .safety import CONTROL_FLOW_OPS, check_external_data, first_line, load_external_data, read_model_file
+
+TARGET_OPSET = 13
+DTYPES = {onnx.TensorProto.FLOAT: "float32", onnx.TensorProto.INT8: "int8", onnx.TensorProto.UINT8: "uint8",
+          onnx.TensorProto.INT32: "int32", onnx.TensorProto.INT64: "int64"}
+
+
+def parse_input_shapes(specs: list[str] | None) -> dict[str, tuple[int, ...]]:
+    """--input-shape NAME=1x3x32x32 (repeatable) -> {NAME: (1, 3, 32, 32)}."""
+    shapes = {}
+    for spec in specs or []:
+        m = re.fullmatch(r"(.+)=(\d+(?:x\d+)*)", spec)
+        if not m:
+            raise UsageError(f"--input-shape '{spec}' must look like NAME=1x3x32x32")
+        dims = tuple(int(d) for d in m.group(2).split("x"))
+        if min(dims) <= 0:
+            raise UsageError(f"--input-shape '{spec}': dimensions must be positive")
+        shapes[m.group(1)] = dims
+    return shapes
+
+
+def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[str, tuple[int, ...]]) -> Graph:
+    model = read_model_file(path)
+    check_external_data(model, path.parent)
+    load_external_data(model, path.parent)
+    refuse_control_flow(model, profile)
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except Exception as exc:
+        raise ModelError(f"the ONNX checker rejects '{path.name}': {first_line(exc)}") from None
+    model = upgrade_opset(model)
+    refuse_unsupported(model)
+    graph = to_ir(model, path.stem, input_shapes, board)
+    if has_qdq(graph):
+        # QDQ markers go before shape checks: ops must see their weights as constants
+        import_qdq(graph)
+    infer_shapes(graph, board)
+    return graph
+
+
+def refuse_control_flow(model: onnx.ModelProto, profile: Profile) -> None:
+    for node in model.graph.node:
+        if node.op_type in CONTROL_FLOW_OPS:
+            rule = "" if profile.allow_control_flow else f" (the '{profile.name}' profile forbids control flow)"
+            raise ModelError(f"node '{node.name or node.op_type}' ({node.op_type}): control flow is not supported{rule}")
+
+
+def refuse_unsupported(model: onnx.ModelProto) -> None:
+    for node in model.graph.node:
+        if node.domain not in ("", "ai.onnx") or node.op_type not in REGISTRY:
+            raise ModelError(f"node '{node.name or node.op_type}': op '{node.op_type}' is not supported "
+                             f"(supported: {', '.join(supported_ops())})")
+
+
+def upgrade_opset(model: onnx.ModelProto) -> onnx.ModelProto:
+    version = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+    if version >= TARGET_OPSET:
+        return model
+    try:
+        return onnx.version_converter.convert_version(model, TARGET_OPSET)
+    except Exception as exc:
+        raise ModelError(f"cannot upgrade opset {version} to {TARGET_OPSET}: {first_line(exc)}") from None
+
+
+def constant_value(node: onnx.NodeProto) -> np.ndarray:
+    for attr in node.attribute:
+        value = helper.get_attribute_value(attr)
+        if attr.name == "value":
+            return numpy_helper.to_array(value)
+        if attr.name in ("value_float", "value_floats"):
+            return np.array(value, dtype=np.float32)
+        if attr.name in ("value_int", "value_ints"):
+            return np.array(value, dtype=np.int64)
+    raise ModelError(f"Constant node '{node.name}' has no supported value attribute")
+
+
+def node_attrs(node: onnx.NodeProto) -> dict:
+    attrs = {}
+    for attr in node.attribute:
+        value = helper.get_attribute_value(attr)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        elif isinstance(value, onnx.TensorProto):
+            value = numpy_helper.to_array(value)
+        elif isinstance(value, list):
+            value = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value]
+        attrs[attr.name] = value
+    return attrs
+
+
+def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, ...]], board: Board) -> Graph:
+    g = Graph(name)
+    for init in model.graph.initializer:
+        data = numpy_helper.to_array(init)
+        if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
+            raise ModelError(f"tensor '{init.name}' contains NaN or Inf values")
+        if data.nbytes > board.flash_bytes:
+            raise ModelError(f"tensor '{init.name}' ({data.nbytes} bytes) is larger than the flash of board "
+                             f"'{board.name}' ({board.flash_bytes} bytes)")
+        g.tensors[init.name] = Tensor(init.name, tuple(data.shape), str(data.dtype), data)
+    unknown = set(input_shapes) - {i.name for i in model.graph.input}
+    if unknown:
+        raise UsageError(f"--input-shape names no model input: {', '.join(sorted(unknown))}")
+    for inp in model.graph.input:
+        if inp.name in g.tensors:
+            continue
+        g.tensors[inp.name] = Tensor(inp.name, fixed_input_shape(inp, input_shapes), input_dtype(inp))
+        g.inputs.append(inp.name)
+    for i, n in enumerate(model.graph.node):
+        node_name = n.name or f"{n.op_type}_{i}"
+        if n.op_type == "Constant":
+            data = constant_value(n)
+            g.tensors[n.output[0]] = Tensor(n.output[0], tuple(data.shape), str(data.dtype), data)
+            continue
+        for inp in n.input:
+            if inp and inp not in g.tensors and not any(inp in m.output for m in model.graph.node):
+                raise ModelError(f"node '{node_name}' reads tensor '{inp}', which no node, input or "
+                                 f"initializer produces")
+        g.nodes.append(Node(n.op_type, node_name, list(n.input), [o for o in n.output], node_attrs(n)))
+    g.outputs = [o.name for o in model.graph.output]
+    if not g.inputs:
+        raise ModelError("the model has no runtime inputs")
+    try:
+        g.toposort()
+    except ValueError as exc:
+        raise ModelError(f"the graph is not a DAG: {exc}") from None
+    return g
+
+
+def input_dtype(inp: onnx.ValueInfoProto) -> str:
+    elem = inp.type.tensor_type.elem_type
+    if elem != onnx.TensorProto.FLOAT:
+        raise ModelError(f"input '{inp.name}' has element type {onnx.TensorProto.DataType.Name(elem)}; "
+                         f"only float inputs are supported")
+    return "float32"
+
+
+def fixed_input_shape(inp: onnx.ValueInfoProto, overrides: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
+    dims = inp.type.tensor_type.shape.dim
+    if inp.name in overrides:
+        shape = overrides[inp.name]
+        if dims and len(shape) != len(dims):
+            raise UsageError(f"--input-shape {inp.name}: rank {len(shape)} differs from the model's {len(dims)}")
+        for d, fixed in zip(dims, shape):
+            if d.HasField("dim_value") and d.dim_value != fixed:
+                raise UsageError(f"--input-shape {inp.name}: dimension {fixed} contradicts the model's {d.dim_value}")
+        return shape
+    if not inp.type.tensor_type.HasField("shape"):
+        raise ModelError(f"input '{inp.name}' has no shape; fix it with --input-shape {inp.name}=1x...")
+    shape = []
+    for d in dims:
+        if not d.HasField("dim_value") or d.dim_value <= 0:
+            label = d.dim_param or "?"
+            raise ModelError(f"input '{inp.name}' has a dynamic dimension '{label}'; static shapes are required: "
+                             f"fix it with --input-shape {inp.name}=" + "x".join(
+                                 str(x.dim_value) if x.HasField("dim_value") and x.dim_value > 0 else "N" for x in dims))
+        shape.append(d.dim_value)
+    return tuple(shape)
+
+
+def infer_shapes(g: Graph, board: Board) -> None:
+    """Run each op's own support check and shape inference, in order."""
+    for node in g.nodes:
+        op = REGISTRY[node.op]
+        op.check(node, g)
+        shapes = op.infer(node, g)
+        for out, shape in zip(node.outputs, shapes):
+            if not out:
+                continue
+            t = g.tensors.get(out) or Tensor(out, ())
+            t.shape = tuple(int(d) for d in shape)
+            if t.nbytes > board.ram_bytes:
+                raise ModelError(f"tensor '{out}' of node '{node.name}' ({t.nbytes} bytes) is larger than the RAM "
+                                 f"of board '{board.name}' ({board.ram_bytes} bytes)")
+            g.tensors[out] = t
+        for extra in node.outputs[len(shapes):]:
+            if extra:
+                raise ModelError(f"node '{node.name}' ({node.op}): output '{extra}' is not supported")

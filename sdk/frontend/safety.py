@@ -1,0 +1,61 @@
+"""Checks on untrusted model files, before and while they are parsed."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import onnx
+from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+from ..errors import ModelError
+
+CONTROL_FLOW_OPS = {"If", "Loop", "Scan", "SequenceMap"}
+
+
+def read_model_file(path: Path) -> onnx.ModelProto:
+    """Parse the protobuf without touching external data; reject what is not ONNX."""
+    if not path.exists():
+        raise ModelError(f"model file '{path}' does not exist")
+    if not path.is_file():
+        raise ModelError(f"model path '{path}' is not a file")
+    if path.stat().st_size == 0:
+        raise ModelError(f"model file '{path.name}' is empty")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:  # protobuf raises several types for truncated or foreign files
+        raise ModelError(f"'{path.name}' is not a valid ONNX model (cannot parse: {type(exc).__name__})") from None
+    if not model.HasField("graph") or not model.graph.node:
+        raise ModelError(f"'{path.name}' is not a valid ONNX model (no graph or no nodes)")
+    return model
+
+
+def check_external_data(model: onnx.ModelProto, model_dir: Path) -> None:
+    """External data must be plain files inside the model's folder: no '..', no absolute
+    paths, no symlinks leading out of it."""
+    root = model_dir.resolve()
+    for tensor in model.graph.initializer:
+        if not uses_external_data(tensor):
+            continue
+        location = ExternalDataInfo(tensor).location
+        where = f"tensor '{tensor.name}' external data '{location}'"
+        if not location or os.path.isabs(location) or Path(location).is_absolute():
+            raise ModelError(f"{where}: absolute or empty paths are refused")
+        if ".." in Path(location).parts:
+            raise ModelError(f"{where}: paths that leave the model's folder are refused")
+        candidate = model_dir / location
+        if candidate.is_symlink() or root not in candidate.resolve().parents:
+            raise ModelError(f"{where}: symlinks or paths outside the model's folder are refused")
+        if not candidate.is_file():
+            raise ModelError(f"{where}: file not found next to the model")
+
+
+def load_external_data(model: onnx.ModelProto, model_dir: Path) -> None:
+    try:
+        onnx.load_external_data_for_model(model, str(model_dir))
+    except Exception as exc:
+        raise ModelError(f"cannot read external data: {str(exc).splitlines()[0][:200]}") from None
+
+
+def first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]

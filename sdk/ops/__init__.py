@@ -1,0 +1,15 @@
+"""One module per op family. Importing this package registers every op once."""
+from . import (  # noqa: F401  (imported for registration)
+    activation,
+    conv,
+    elementwise,
+    qdq,
+    gemm,
+    normalization,
+    pool,
+    shape,
+    softmax,
+)
+from .registry import REGISTRY, OpDef, get_op, supported_ops
+
+__all__ = ["REGISTRY", "OpDef", "get_op", "supported_ops"]

@@ -1,0 +1,86 @@
+"""Helpers shared by op families: quantization parameters, fused activations, C args."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelError
+from ..ir import Graph, Node, QParams
+from ..quant.requant import INT8_MAX, INT8_MIN
+
+
+def qparams_of(g: Graph, name: str) -> tuple[float, int]:
+    q = g.tensors[name].q
+    if q is None:
+        raise ModelError(f"tensor '{name}' has no quantization parameters")
+    return q.scalar()
+
+
+def per_tensor(scale: float, zero_point: int) -> QParams:
+    return QParams(np.array(scale, dtype=np.float32), np.array(zero_point, dtype=np.int32))
+
+
+def fused_range(node: Node) -> tuple[float, float]:
+    """The float clamp of an activation fused into this node, (-inf, inf) when none."""
+    act = node.attrs.get("activation")
+    return (-np.inf, np.inf) if act is None else (float(act[0]), float(act[1]))
+
+
+def apply_fused_float(node: Node, y: np.ndarray) -> np.ndarray:
+    lo, hi = fused_range(node)
+    if np.isfinite(lo) or np.isfinite(hi):
+        y = np.clip(y, lo, hi).astype(y.dtype)
+    return y
+
+
+def fused_int_range(node: Node, scale: float, zero_point: int) -> tuple[int, int]:
+    """The int8 clamp that implements the fused activation at the output's scale."""
+    lo_f, hi_f = fused_range(node)
+    lo, hi = INT8_MIN, INT8_MAX
+    if np.isfinite(lo_f):
+        lo = max(lo, min(INT8_MAX, zero_point + int(np.round(lo_f / scale))))
+    if np.isfinite(hi_f):
+        hi = min(hi, max(INT8_MIN, zero_point + int(np.round(hi_f / scale))))
+    return lo, hi
+
+
+def float_bounds(node: Node) -> list[float]:
+    """C float literals for a fused activation in float kernels (huge values = none)."""
+    lo, hi = fused_range(node)
+    return [max(lo, -3.0e38), min(hi, 3.0e38)]
+
+
+def require(cond: bool, node: Node, message: str) -> None:
+    if not cond:
+        raise ModelError(f"node '{node.name}' ({node.op}): {message}")
+
+
+def const_input(g: Graph, node: Node, index: int, what: str) -> np.ndarray:
+    data = g.const(node.inputs[index]) if index < len(node.inputs) and node.inputs[index] else None
+    require(data is not None, node, f"{what} must be a constant initializer")
+    return data
+
+
+def optional_input(node: Node, index: int) -> str:
+    return node.inputs[index] if index < len(node.inputs) else ""
+
+
+class Buf:
+    """A C argument that points into the arena at a tensor's planned offset."""
+
+    def __init__(self, tensor: str, const: bool = False) -> None:
+        self.tensor = tensor
+        self.const = const
+
+
+class Weight:
+    """A C argument that is a constant array, emitted into the weights file."""
+
+    def __init__(self, hint: str, data: np.ndarray, ctype: str) -> None:
+        self.hint = hint
+        self.data = data
+        self.ctype = ctype
+
+
+Arg = Any  # int | float | Buf | Weight

@@ -1,0 +1,205 @@
+"""Conv: 2-D convolution (grouped, depthwise, strided, dilated, padded, auto_pad).
+
+Float reference, int8 rule (per-channel symmetric weights, int32 bias at
+input_scale x weight_scale, requantization per output channel), and lowering to the
+`conv2d_s8` / `conv2d_f32` kernels. In C, activations are channels-last (NHWC) and
+weights are laid out [out_channel][kh][kw][in_channel/group]; the layout pass sets
+`channels_last` on every Conv before code generation.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node
+from ..quant.requant import clamp_int8, quantize_multipliers, requant
+from .common import (Buf, Weight, apply_fused_float, const_input, float_bounds, fused_int_range, optional_input,
+                     qparams_of, require)
+from .registry import OpDef, register
+
+
+def conv_geometry(node: Node, in_hw: tuple[int, int], k_hw: tuple[int, int]) -> dict:
+    """Strides, dilations and explicit pads (top, left, bottom, right) and output size."""
+    a = node.attrs
+    strides = list(a.get("strides", [1, 1]))
+    dil = list(a.get("dilations", [1, 1]))
+    auto_pad = a.get("auto_pad", "NOTSET")
+    eff = [(k - 1) * d + 1 for k, d in zip(k_hw, dil)]
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        out = [-(-i // s) for i, s in zip(in_hw, strides)]
+        total = [max(0, (o - 1) * s + e - i) for o, s, e, i in zip(out, strides, eff, in_hw)]
+        small = [t // 2 for t in total]
+        big = [t - t // 2 for t in total]
+        begin, end = (small, big) if auto_pad == "SAME_UPPER" else (big, small)
+        pads = [begin[0], begin[1], end[0], end[1]]
+    elif auto_pad == "VALID":
+        pads = [0, 0, 0, 0]
+    else:
+        pads = list(a.get("pads", [0, 0, 0, 0]))
+    out_hw = [(i + pads[d] + pads[d + 2] - e) // s + 1 for d, (i, e, s) in enumerate(zip(in_hw, eff, strides))]
+    return {"strides": strides, "dilations": dil, "pads": pads, "out": out_hw}
+
+
+def spatial_dims(shape: tuple[int, ...], channels_last: bool) -> tuple[int, int, int, int]:
+    """(N, C, H, W) of a 4-D activation in either layout."""
+    if channels_last:
+        n, h, w, c = shape
+    else:
+        n, c, h, w = shape
+    return n, c, h, w
+
+
+def patches(x: np.ndarray, k_hw, strides, dil, pads, out_hw, pad_value) -> np.ndarray:
+    """(N, C, KH, KW, OH, OW) view of an NCHW tensor padded with pad_value."""
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])), constant_values=pad_value)
+    n, c, _, _ = xp.shape
+    s = xp.strides
+    shape = (n, c, k_hw[0], k_hw[1], out_hw[0], out_hw[1])
+    view_strides = (s[0], s[1], s[2] * dil[0], s[3] * dil[1], s[2] * strides[0], s[3] * strides[1])
+    return np.lib.stride_tricks.as_strided(xp, shape, view_strides, writeable=False)
+
+
+def conv_nchw(x: np.ndarray, w: np.ndarray, geo: dict, group: int, pad_value=0) -> np.ndarray:
+    """Grouped convolution of NCHW x with OIHW w (no bias), in x's dtype (int64 is exact)."""
+    p = patches(x, w.shape[2:], geo["strides"], geo["dilations"], geo["pads"], geo["out"], pad_value)
+    oc, icg = w.shape[0], w.shape[1]
+    ocg = oc // group
+    outs = [np.einsum("nckluv,ockl->nouv", p[:, g * icg:(g + 1) * icg], w[g * ocg:(g + 1) * ocg].astype(x.dtype))
+            for g in range(group)]
+    return np.concatenate(outs, axis=1)
+
+
+def to_nchw(x: np.ndarray, channels_last: bool) -> np.ndarray:
+    return x.transpose(0, 3, 1, 2) if channels_last else x
+
+
+def from_nchw(x: np.ndarray, channels_last: bool) -> np.ndarray:
+    return x.transpose(0, 2, 3, 1) if channels_last else x
+
+
+@register
+class Conv(OpDef):
+    op_type = "Conv"
+    summary = "2-D convolution: groups (depthwise), strides, dilations, asymmetric pads, auto_pad"
+    defaults = {"group": 1, "auto_pad": "NOTSET", "channels_last": 0}
+
+    def check(self, node: Node, g: Graph) -> None:
+        w = const_input(g, node, 1, "the weight")
+        require(w.ndim == 4, node, f"only 2-D convolution is supported (weight rank {w.ndim})")
+        require(len(g.tensors[node.inputs[0]].shape) == 4, node, "the input must be 4-D (NCHW)")
+        if optional_input(node, 2):
+            const_input(g, node, 2, "the bias")
+        group = self.attr(node, "group")
+        _, c, _, _ = spatial_dims(g.tensors[node.inputs[0]].shape, bool(self.attr(node, "channels_last")))
+        require(c == w.shape[1] * group, node, f"input channels {c} != weight {w.shape[1]} x group {group}")
+        require(w.shape[0] % group == 0, node, "output channels must divide by group")
+
+    def geometry(self, node: Node, g: Graph) -> dict:
+        last = bool(self.attr(node, "channels_last"))
+        _, _, h, w = spatial_dims(g.tensors[node.inputs[0]].shape, last)
+        return conv_geometry(node, (h, w), g.const(node.inputs[1]).shape[2:])
+
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
+        last = bool(self.attr(node, "channels_last"))
+        n = g.tensors[node.inputs[0]].shape[0]
+        oc = g.const(node.inputs[1]).shape[0]
+        oh, ow = self.geometry(node, g)["out"]
+        require(oh > 0 and ow > 0, node, f"output size {oh}x{ow} is empty")
+        return [(n, oh, ow, oc) if last else (n, oc, oh, ow)]
+
+    def run_float(self, node, g, xs):
+        last = bool(self.attr(node, "channels_last"))
+        w = g.const(node.inputs[1]).astype(np.float64)
+        y = conv_nchw(to_nchw(xs[0], last).astype(np.float64), w, self.geometry(node, g), self.attr(node, "group"))
+        if optional_input(node, 2):
+            y = y + g.const(node.inputs[2]).reshape(1, -1, 1, 1)
+        return [apply_fused_float(node, from_nchw(y, last).astype(np.float32))]
+
+    def quantize(self, node, g):
+        quantize_weighted(node, g, axis=0)
+
+    def run_int(self, node, g, xs):
+        last = bool(self.attr(node, "channels_last"))
+        q = node.q
+        x = to_nchw(xs[0], last).astype(np.int64) - q["zx"]
+        acc = conv_nchw(x, q["w"].astype(np.int64), self.geometry(node, g), self.attr(node, "group"))
+        acc = acc + q["bias"].reshape(1, -1, 1, 1)
+        y = requant(acc, q["mult"].reshape(1, -1, 1, 1), q["shift"].reshape(1, -1, 1, 1)) + q["zy"]
+        return [from_nchw(clamp_int8(y, q["act_min"], q["act_max"]), last)]
+
+    def lower(self, node, g, precision):
+        require(bool(self.attr(node, "channels_last")), node, "code generation needs the channels-last layout")
+        n, h, w, c = g.tensors[node.inputs[0]].shape
+        _, oh, ow, oc = g.tensors[node.outputs[0]].shape
+        geo = self.geometry(node, g)
+        kh, kw = g.const(node.inputs[1]).shape[2:]
+        dims = [n, h, w, c, oh, ow, oc, kh, kw, *geo["strides"], geo["pads"][0], geo["pads"][1], *geo["dilations"],
+                self.attr(node, "group")]
+        io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0])]
+        if precision == "int8":
+            q = node.q
+            weights = [Weight("w", q["w"].transpose(0, 2, 3, 1), "int8_t"), Weight("bias", q["bias"], "int32_t"),
+                       Weight("mult", q["mult"], "int32_t"), Weight("shift", q["shift"], "int32_t")]
+            return "conv2d_s8", io + weights + dims + [q["zx"], q["zy"], q["act_min"], q["act_max"]]
+        wf = g.const(node.inputs[1]).astype(np.float32).transpose(0, 2, 3, 1)
+        bias = g.const(node.inputs[2]) if optional_input(node, 2) else np.zeros(oc)
+        weights = [Weight("w", wf, "float"), Weight("bias", bias.astype(np.float32), "float")]
+        return "conv2d_f32", io + weights + dims + float_bounds(node)
+
+
+def symmetric_per_channel(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """int8 weights in [-127, 127] and float scales, one per slice along `axis`."""
+    moved = np.moveaxis(w.astype(np.float64), axis, 0)
+    amax = np.abs(moved.reshape(moved.shape[0], -1)).max(axis=1)
+    scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    q = np.clip(np.round(w / scale.astype(np.float64).reshape(shape)), -127, 127).astype(np.int8)
+    return q, scale
+
+
+def quantize_weighted(node: Node, g: Graph, axis: int) -> None:
+    """The int8 rule of Conv, Gemm and MatMul: per-channel weights, int32 bias, requant.
+
+    `axis` is the output-channel axis of the weight as stored in the graph. A QDQ model
+    brings its own int8 weights and scales in node.attrs["qweight"]; otherwise they are
+    computed here.
+    """
+    sx, zx = qparams_of(g, node.inputs[0])
+    sy, zy = qparams_of(g, node.outputs[0])
+    correction = 0.0
+    if "qweight" in node.attrs:
+        wq, sw = node.attrs["qweight"]
+    else:
+        w = g.const(node.inputs[1])
+        wq, sw = symmetric_per_channel(w, axis)
+        correction = bias_correction(node, g, w, wq, sw, axis)
+    channels = wq.shape[axis]
+    sw = np.broadcast_to(np.asarray(sw, dtype=np.float32), (channels,))
+    bias_scale = np.float64(sx) * sw.astype(np.float64)
+    imported = node.attrs.get("qbias")
+    if imported is not None and np.allclose(imported[1], bias_scale, rtol=1e-5):
+        bias = imported[0]
+    else:
+        float_bias = g.const(node.inputs[2]).astype(np.float64) if optional_input(node, 2) else np.zeros(channels)
+        bias = np.round((float_bias.reshape(-1) + correction) / bias_scale)
+    mult, shift = quantize_multipliers(bias_scale / sy)
+    lo, hi = fused_int_range(node, sy, zy)
+    node.q = {"w": wq, "bias": np.clip(bias, -2**31, 2**31 - 1).astype(np.int32), "mult": mult, "shift": shift,
+              "zx": zx, "zy": zy, "act_min": lo, "act_max": hi}
+
+
+def bias_correction(node: Node, g: Graph, w: np.ndarray, wq: np.ndarray, sw: np.ndarray, axis: int):
+    """Empirical bias correction (Nagel et al., 2019): rounding weights shifts each output's
+    mean by (W - Wq) . E[x]; calibration measured E[x] per input channel, so add it back."""
+    mean = g.tensors[node.inputs[0]].channel_mean
+    if mean is None:
+        return 0.0
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    err = np.moveaxis(w.astype(np.float64) - wq.astype(np.float64) * sw.astype(np.float64).reshape(shape), axis, 0)
+    if node.op != "Conv":
+        return err @ mean  # (N, K) . (K,)
+    group = int(node.attrs.get("group", 1))
+    out_per_group, in_per_group = err.shape[0] // group, err.shape[1]
+    grouped_mean = mean.reshape(group, in_per_group)[np.arange(err.shape[0]) // out_per_group]
+    return np.einsum("oikl,oi->o", err, grouped_mean)

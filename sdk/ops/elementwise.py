@@ -1,0 +1,142 @@
+"""Binary element-wise ops with numpy broadcasting: Add and Mul.
+
+int8 rules: Add rescales both inputs to a common 21-bit fixed point (quant.requant.add_rule,
+int32 throughout); Mul requantizes the product of the zero-point-corrected inputs.
+A constant operand is quantized per tensor at compile time. In C the kernels walk a
+4-D broadcast with per-input strides that Python computes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node
+from ..quant.requant import add_multipliers, add_rule, clamp_int8, quantize_multiplier, requant
+from .common import Buf, Weight, apply_fused_float, float_bounds, fused_int_range, qparams_of, require
+from .registry import OpDef, register
+
+MAX_RANK = 4
+
+
+def broadcast_strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
+    """Element strides of `shape` read as the 4-D broadcast `out` (0 where broadcast)."""
+    shape = (1,) * (MAX_RANK - len(shape)) + tuple(shape)
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(0 if d == 1 else step)
+        step *= d
+    strides.reverse()
+    out4 = (1,) * (MAX_RANK - len(out)) + tuple(out)
+    return [0 if o == 1 else s for s, o in zip(strides, out4)]
+
+
+def const_qparams(data: np.ndarray) -> tuple[float, int]:
+    """Per-tensor asymmetric int8 parameters for a constant operand (range includes 0)."""
+    lo, hi = min(0.0, float(data.min())), max(0.0, float(data.max()))
+    scale = (hi - lo) / 255.0 or 1.0
+    return scale, int(np.clip(np.round(-128 - lo / scale), -128, 127))
+
+
+class Binary(OpDef):
+    def check(self, node: Node, g: Graph) -> None:
+        require(len(node.inputs) == 2, node, "needs two inputs")
+        for name in node.inputs:
+            require(len(g.tensors[name].shape) <= MAX_RANK, node, f"rank above {MAX_RANK} is not supported")
+        require(not all(g.tensors[i].is_const for i in node.inputs), node, "both inputs are constant")
+
+    def infer(self, node, g):
+        a, b = (g.tensors[i].shape for i in node.inputs)
+        try:
+            return [tuple(np.broadcast_shapes(a, b))]
+        except ValueError:
+            require(False, node, f"shapes {a} and {b} do not broadcast")
+
+    def operand_qparams(self, node: Node, g: Graph) -> list[tuple[float, int, np.ndarray | None]]:
+        """(scale, zero point, quantized data or None) per input; constants quantized here."""
+        out = []
+        for name in node.inputs:
+            t = g.tensors[name]
+            if t.is_const:
+                s, z = const_qparams(t.data)
+                data = np.clip(np.floor(t.data.astype(np.float64) / s + 0.5) + z, -128, 127).astype(np.int8)
+                out.append((s, z, data))
+            else:
+                out.append((*qparams_of(g, name), None))
+        return out
+
+    def int_inputs(self, node: Node, xs: list[np.ndarray]) -> list[np.ndarray]:
+        return [x if node.q["const"][i] is None else node.q["const"][i] for i, x in enumerate(xs)]
+
+    def lower_io(self, node: Node, g: Graph, precision: str) -> list:
+        args = []
+        for i, name in enumerate(node.inputs):
+            t = g.tensors[name]
+            if not t.is_const:
+                args.append(Buf(name, const=True))
+            elif precision == "int8":
+                args.append(Weight(f"in{i}", node.q["const"][i], "int8_t"))
+            else:
+                args.append(Weight(f"in{i}", t.data.astype(np.float32), "float"))
+        out = g.tensors[node.outputs[0]].shape
+        dims = list((1,) * (MAX_RANK - len(out)) + tuple(out))
+        strides = [s for name in node.inputs for s in broadcast_strides(g.tensors[name].shape, out)]
+        return args + [Buf(node.outputs[0])] + dims + strides
+
+
+@register
+class Add(Binary):
+    op_type = "Add"
+    summary = "element-wise sum with broadcasting (up to 4-D)"
+
+    def run_float(self, node, g, xs):
+        return [apply_fused_float(node, (xs[0] + xs[1]).astype(np.float32))]
+
+    def quantize(self, node, g):
+        (sa, za, ca), (sb, zb, cb) = self.operand_qparams(node, g)
+        sy, zy = qparams_of(g, node.outputs[0])
+        ma, mb, shift = add_multipliers(sa / sy, sb / sy)
+        lo, hi = fused_int_range(node, sy, zy)
+        node.q = {"const": [ca, cb], "za": za, "zb": zb, "ma": ma, "mb": mb, "shift": shift, "zy": zy,
+                  "act_min": lo, "act_max": hi}
+
+    def run_int(self, node, g, xs):
+        q = node.q
+        a, b = self.int_inputs(node, xs)
+        y = add_rule(a, b, q["za"], q["zb"], q["ma"], q["mb"], q["shift"]) + q["zy"]
+        return [clamp_int8(y, q["act_min"], q["act_max"])]
+
+    def lower(self, node, g, precision):
+        io = self.lower_io(node, g, precision)
+        if precision == "int8":
+            q = node.q
+            return "add_s8", io + [q["za"], q["zb"], q["ma"], q["mb"], q["shift"], q["zy"], q["act_min"], q["act_max"]]
+        return "add_f32", io + float_bounds(node)
+
+
+@register
+class Mul(Binary):
+    op_type = "Mul"
+    summary = "element-wise product with broadcasting (up to 4-D)"
+
+    def run_float(self, node, g, xs):
+        return [apply_fused_float(node, (xs[0] * xs[1]).astype(np.float32))]
+
+    def quantize(self, node, g):
+        (sa, za, ca), (sb, zb, cb) = self.operand_qparams(node, g)
+        sy, zy = qparams_of(g, node.outputs[0])
+        mult, shift = quantize_multiplier(sa * sb / sy)
+        lo, hi = fused_int_range(node, sy, zy)
+        node.q = {"const": [ca, cb], "za": za, "zb": zb, "mult": mult, "shift": shift, "zy": zy,
+                  "act_min": lo, "act_max": hi}
+
+    def run_int(self, node, g, xs):
+        q = node.q
+        a, b = self.int_inputs(node, xs)
+        acc = (a.astype(np.int64) - q["za"]) * (b.astype(np.int64) - q["zb"])
+        return [clamp_int8(requant(acc, q["mult"], q["shift"]) + q["zy"], q["act_min"], q["act_max"])]
+
+    def lower(self, node, g, precision):
+        io = self.lower_io(node, g, precision)
+        if precision == "int8":
+            q = node.q
+            return "mul_s8", io + [q["za"], q["zb"], q["mult"], q["shift"], q["zy"], q["act_min"], q["act_max"]]
+        return "mul_f32", io + float_bounds(node)

@@ -1,0 +1,109 @@
+"""Fully connected ops: Gemm and MatMul with a constant weight.
+
+Both compute Y[r, n] = sum_k A[r, k] * W[n, k] + bias[n] over the rows r of A (every
+leading dimension of a MatMul input is a row). The int8 rule is the one of Conv
+(see conv.quantize_weighted). In C, weights are stored [n][k] for contiguous dots.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node
+from ..quant.requant import clamp_int8, requant
+from .common import Buf, Weight, apply_fused_float, const_input, float_bounds, optional_input, require
+from .conv import quantize_weighted
+from .registry import OpDef, register
+
+
+class FullyConnected(OpDef):
+    """Shared behaviour; subclasses say where the weight's output axis is."""
+
+    def out_axis(self, node: Node) -> int:
+        raise NotImplementedError
+
+    def weight_nk(self, node: Node, w: np.ndarray) -> np.ndarray:
+        return w if self.out_axis(node) == 0 else w.T
+
+    def rows_k(self, node: Node, g: Graph) -> tuple[int, int]:
+        shape = g.tensors[node.inputs[0]].shape
+        return int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]
+
+    def float_weight_bias(self, node: Node, g: Graph) -> tuple[np.ndarray, np.ndarray]:
+        w = self.weight_nk(node, g.const(node.inputs[1]).astype(np.float64))
+        b = g.const(node.inputs[2]).astype(np.float64) if optional_input(node, 2) else np.zeros(w.shape[0])
+        return w, np.broadcast_to(b.reshape(-1), (w.shape[0],))
+
+    def run_float(self, node, g, xs):
+        w, b = self.float_weight_bias(node, g)
+        y = xs[0].astype(np.float64) @ w.T + b
+        return [apply_fused_float(node, y.astype(np.float32))]
+
+    def quantize(self, node, g):
+        quantize_weighted(node, g, axis=self.out_axis(node))
+
+    def run_int(self, node, g, xs):
+        q = node.q
+        w = self.weight_nk(node, q["w"]).astype(np.int64)
+        acc = (xs[0].astype(np.int64) - q["zx"]) @ w.T + q["bias"]
+        y = requant(acc, q["mult"], q["shift"]) + q["zy"]
+        return [clamp_int8(y, q["act_min"], q["act_max"])]
+
+    def lower(self, node, g, precision):
+        rows, k = self.rows_k(node, g)
+        io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0])]
+        if precision == "int8":
+            q = node.q
+            w = np.ascontiguousarray(self.weight_nk(node, q["w"]))
+            weights = [Weight("w", w, "int8_t"), Weight("bias", q["bias"], "int32_t"),
+                       Weight("mult", q["mult"], "int32_t"), Weight("shift", q["shift"], "int32_t")]
+            return "fc_s8", io + weights + [rows, k, w.shape[0], q["zx"], q["zy"], q["act_min"], q["act_max"]]
+        w, b = self.float_weight_bias(node, g)
+        weights = [Weight("w", w.astype(np.float32), "float"), Weight("bias", b.astype(np.float32), "float")]
+        return "fc_f32", io + weights + [rows, k, w.shape[0]] + float_bounds(node)
+
+
+@register
+class Gemm(FullyConnected):
+    op_type = "Gemm"
+    summary = "Y = alpha*A*B' + beta*C with constant B and C; transB; A not transposed"
+    defaults = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}
+
+    def check(self, node, g):
+        b = const_input(g, node, 1, "B")
+        require(self.attr(node, "transA") == 0, node, "transA=1 is not supported")
+        require(len(g.tensors[node.inputs[0]].shape) == 2 and b.ndim == 2, node, "A and B must be 2-D")
+        if optional_input(node, 2):
+            c = const_input(g, node, 2, "C")
+            n = b.shape[0] if self.attr(node, "transB") else b.shape[1]
+            require(c.size in (1, n), node, f"C must broadcast over the {n} outputs only")
+        require(self.attr(node, "alpha") == 1.0 and self.attr(node, "beta") == 1.0, node,
+                "alpha and beta must be 1 (constant folding folds them into B and C)")
+
+    def out_axis(self, node):
+        return 0 if self.attr(node, "transB") else 1
+
+    def infer(self, node, g):
+        m = g.tensors[node.inputs[0]].shape[0]
+        k_a = g.tensors[node.inputs[0]].shape[1]
+        b = g.const(node.inputs[1])
+        n = b.shape[self.out_axis(node)]
+        k_b = b.shape[1 - self.out_axis(node)]
+        require(k_a == k_b, node, f"inner dimensions differ: {k_a} vs {k_b}")
+        return [(m, n)]
+
+
+@register
+class MatMul(FullyConnected):
+    op_type = "MatMul"
+    summary = "A @ B with a constant 2-D B (A of any rank)"
+
+    def check(self, node, g):
+        b = const_input(g, node, 1, "B (a MatMul weight)")
+        require(b.ndim == 2, node, "B must be 2-D")
+        require(g.tensors[node.inputs[0]].shape[-1] == b.shape[0], node, "inner dimensions differ")
+
+    def out_axis(self, node):
+        return 1
+
+    def infer(self, node, g):
+        return [tuple(g.tensors[node.inputs[0]].shape[:-1]) + (g.const(node.inputs[1]).shape[1],)]

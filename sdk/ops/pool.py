@@ -1,0 +1,169 @@
+"""Pooling: MaxPool, AveragePool, GlobalAveragePool.
+
+MaxPool keeps its input's quantization (an int8 max). Average pooling sums
+zero-point-corrected inputs over the valid window and requantizes by a multiplier
+chosen per window count (a table indexed by count, computed here), so borders with
+fewer elements are exact too.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir import Graph, Node
+from ..quant.requant import clamp_int8, quantize_multipliers, requant
+from .common import Buf, Weight, qparams_of, require
+from .conv import from_nchw, patches, spatial_dims, to_nchw
+from .registry import OpDef, register
+
+
+def pool_geometry(node: Node, in_hw: tuple[int, int], kernel: tuple[int, int]) -> dict:
+    """Pads (top, left, bottom, right), strides, output size, honouring auto_pad and ceil_mode."""
+    a = node.attrs
+    strides = list(a.get("strides", [1, 1]))
+    auto_pad = a.get("auto_pad", "NOTSET")
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        out = [-(-i // s) for i, s in zip(in_hw, strides)]
+        total = [max(0, (o - 1) * s + k - i) for o, s, k, i in zip(out, strides, kernel, in_hw)]
+        small, big = [t // 2 for t in total], [t - t // 2 for t in total]
+        begin, end = (small, big) if auto_pad == "SAME_UPPER" else (big, small)
+        pads = [begin[0], begin[1], end[0], end[1]]
+    else:
+        pads = [0, 0, 0, 0] if auto_pad == "VALID" else list(a.get("pads", [0, 0, 0, 0]))
+    out = []
+    for d in range(2):
+        span = in_hw[d] + pads[d] + pads[d + 2] - kernel[d]
+        size = (math.ceil(span / strides[d]) if a.get("ceil_mode", 0) else span // strides[d]) + 1
+        if a.get("ceil_mode", 0) and (size - 1) * strides[d] >= in_hw[d] + pads[d]:
+            size -= 1  # the last window must start inside the input or its leading pad
+        out.append(size)
+    extra = [max(0, (o - 1) * s + k - (i + pb + pe))
+             for o, s, k, i, pb, pe in zip(out, strides, kernel, in_hw, pads[:2], pads[2:])]
+    return {"strides": strides, "pads": pads, "out": out, "extra": extra, "dilations": [1, 1]}
+
+
+class Pool(OpDef):
+    defaults = {"channels_last": 0, "auto_pad": "NOTSET", "ceil_mode": 0, "count_include_pad": 0}
+    is_global = False
+
+    def kernel(self, node: Node, g: Graph) -> tuple[int, int]:
+        if self.is_global:
+            _, _, h, w = self.dims(node, g)
+            return h, w
+        return tuple(node.attrs["kernel_shape"])
+
+    def dims(self, node: Node, g: Graph) -> tuple[int, int, int, int]:
+        return spatial_dims(g.tensors[node.inputs[0]].shape, bool(self.attr(node, "channels_last")))
+
+    def geometry(self, node: Node, g: Graph) -> dict:
+        _, _, h, w = self.dims(node, g)
+        if self.is_global:
+            return {"strides": [1, 1], "pads": [0, 0, 0, 0], "out": [1, 1], "extra": [0, 0], "dilations": [1, 1]}
+        return pool_geometry(node, (h, w), self.kernel(node, g))
+
+    def check(self, node, g):
+        require(len(g.tensors[node.inputs[0]].shape) == 4, node, "only 2-D pooling of 4-D tensors is supported")
+        if not self.is_global:
+            require(len(node.attrs.get("kernel_shape", [])) == 2, node, "kernel_shape must have 2 entries")
+            require(list(node.attrs.get("dilations", [1, 1])) == [1, 1], node, "dilated pooling is not supported")
+            require(len(node.outputs) == 1, node, "the Indices output of MaxPool is not supported")
+
+    def infer(self, node, g):
+        n, c, _, _ = self.dims(node, g)
+        oh, ow = self.geometry(node, g)["out"]
+        require(oh > 0 and ow > 0, node, "output is empty")
+        return [(n, oh, ow, c) if self.attr(node, "channels_last") else (n, c, oh, ow)]
+
+    def windows(self, node: Node, g: Graph, x_nchw: np.ndarray, pad_value) -> np.ndarray:
+        geo = self.geometry(node, g)
+        pads = list(geo["pads"])
+        pads[2] += geo["extra"][0]
+        pads[3] += geo["extra"][1]
+        return patches(x_nchw, self.kernel(node, g), geo["strides"], [1, 1], pads, geo["out"], pad_value)
+
+    def counts(self, node: Node, g: Graph) -> np.ndarray:
+        """Number of elements averaged at each output position, shape (OH, OW)."""
+        _, _, h, w = self.dims(node, g)
+        geo = self.geometry(node, g)
+        inside = np.ones((1, 1, h, w))
+        if self.attr(node, "count_include_pad"):
+            p = geo["pads"]
+            inside = np.pad(inside, ((0, 0), (0, 0), (p[0], p[2]), (p[1], p[3])), constant_values=1)
+            geo = dict(geo, pads=[0, 0, 0, 0])
+        pads = [geo["pads"][0], geo["pads"][1], geo["pads"][2] + geo["extra"][0], geo["pads"][3] + geo["extra"][1]]
+        win = patches(inside, self.kernel(node, g), geo["strides"], [1, 1], pads, self.geometry(node, g)["out"], 0)
+        return win.sum(axis=(2, 3))[0, 0].astype(np.int64)
+
+    def lower_dims(self, node: Node, g: Graph) -> list[int]:
+        n, c, h, w = self.dims(node, g)
+        geo = self.geometry(node, g)
+        kh, kw = self.kernel(node, g)
+        return [n, h, w, c, *geo["out"], kh, kw, *geo["strides"], *geo["pads"]]
+
+
+@register
+class MaxPool(Pool):
+    op_type = "MaxPool"
+    summary = "2-D max pooling: strides, pads, auto_pad, ceil_mode"
+    output_qparams = "same"
+
+    def run_float(self, node, g, xs):
+        last = bool(self.attr(node, "channels_last"))
+        y = self.windows(node, g, to_nchw(xs[0], last).astype(np.float32), -np.inf).max(axis=(2, 3))
+        return [from_nchw(y, last)]
+
+    def run_int(self, node, g, xs):
+        last = bool(self.attr(node, "channels_last"))
+        y = self.windows(node, g, to_nchw(xs[0], last).astype(np.int16), -32768).max(axis=(2, 3))
+        return [from_nchw(y.astype(np.int8), last)]
+
+    def lower(self, node, g, precision):
+        io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0])]
+        return ("maxpool_s8" if precision == "int8" else "maxpool_f32"), io + self.lower_dims(node, g)
+
+
+class AveragePoolBase(Pool):
+    def run_float(self, node, g, xs):
+        last = bool(self.attr(node, "channels_last"))
+        s = self.windows(node, g, to_nchw(xs[0], last).astype(np.float64), 0.0).sum(axis=(2, 3))
+        return [from_nchw((s / self.counts(node, g)).astype(np.float32), last)]
+
+    def quantize(self, node, g):
+        sx, zx = qparams_of(g, node.inputs[0])
+        sy, zy = qparams_of(g, node.outputs[0])
+        k = int(np.prod(self.kernel(node, g)))
+        counts = np.arange(k + 1)
+        mult, shift = quantize_multipliers(np.where(counts > 0, sx / (sy * np.maximum(counts, 1)), 0.0))
+        node.q = {"zx": zx, "zy": zy, "mult": mult, "shift": shift}
+
+    def run_int(self, node, g, xs):
+        last = bool(self.attr(node, "channels_last"))
+        q = node.q
+        x = to_nchw(xs[0], last).astype(np.int64) - q["zx"]
+        acc = self.windows(node, g, x, 0).sum(axis=(2, 3))
+        n = self.counts(node, g)
+        y = requant(acc, q["mult"][n], q["shift"][n]) + q["zy"]
+        return [from_nchw(clamp_int8(y), last)]
+
+    def lower(self, node, g, precision):
+        io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0])]
+        dims = self.lower_dims(node, g) + [int(self.attr(node, "count_include_pad"))]
+        if precision == "int8":
+            q = node.q
+            return "avgpool_s8", io + dims + [q["zx"], q["zy"], Weight("mult", q["mult"], "int32_t"),
+                                              Weight("shift", q["shift"], "int32_t")]
+        return "avgpool_f32", io + dims
+
+
+@register
+class AveragePool(AveragePoolBase):
+    op_type = "AveragePool"
+    summary = "2-D average pooling: strides, pads, auto_pad, ceil_mode, count_include_pad"
+
+
+@register
+class GlobalAveragePool(AveragePoolBase):
+    op_type = "GlobalAveragePool"
+    summary = "mean over the spatial dimensions"
+    is_global = True

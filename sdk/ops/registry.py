@@ -1,0 +1,76 @@
+"""The op registry: every supported ONNX op is registered exactly once, by its family module."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import Graph, Node, QParams
+
+
+class OpDef:
+    """One op: attribute defaults, shape inference, float and integer references, int8 rule,
+    and the lowering to a C kernel call. Family modules subclass this and `@register` it.
+
+    `check` raises ModelError for what we do not support (its docstring style follows Vela:
+    the message is what the user reads).
+    """
+
+    op_type: str = ""
+    defaults: dict[str, Any] = {}
+    summary: str = ""
+    # How the output's quantization parameters are chosen: "calibrated" from observed
+    # ranges, or "same" as input 0 (data movement and max pooling do not rescale).
+    output_qparams: str = "calibrated"
+    # An alias op's output shares its input's memory (Reshape, Flatten, ...).
+    alias: bool = False
+
+    def attr(self, node: Node, key: str) -> Any:
+        return node.attrs.get(key, self.defaults.get(key))
+
+    def check(self, node: Node, g: Graph) -> None:
+        """Raise ModelError when the node uses something this op does not support."""
+
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
+        raise NotImplementedError
+
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def fixed_qparams(self, node: Node, g: Graph) -> QParams | None:
+        """Output quantization an op imposes regardless of calibration (e.g. Softmax)."""
+        return None
+
+    def quantize(self, node: Node, g: Graph) -> None:
+        """Compute node.q (integer constants) from the qparams of inputs and outputs."""
+
+    def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def lower(self, node: Node, g: Graph, precision: str) -> tuple[str, list[Any]]:
+        """The C kernel to call and its arguments (see codegen.args)."""
+        raise NotImplementedError
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def register(cls: type[OpDef]) -> type[OpDef]:
+    if cls.op_type in REGISTRY:
+        raise RuntimeError(f"op {cls.op_type} registered twice")
+    REGISTRY[cls.op_type] = cls()
+    return cls
+
+
+def register_all(op_types: list[str], make: Callable[[str], type[OpDef]]) -> None:
+    """Register a family of near-identical ops (e.g. the unary activations) by name."""
+    for t in op_types:
+        register(make(t))
+
+
+def get_op(op_type: str) -> OpDef:
+    return REGISTRY[op_type]
+
+
+def supported_ops() -> list[str]:
+    return sorted(t for t in REGISTRY if not t.startswith("_"))

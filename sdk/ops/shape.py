@@ -1,0 +1,299 @@
+"""Data movement: Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout (aliases that
+share memory), Transpose, Concat, Pad.
+
+None of them changes values, so the int8 output keeps the input's quantization, except
+Concat, which requantizes each input into the output's (calibrated) parameters.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node
+from ..quant.requant import clamp_int8, quantize_float, quantize_multiplier, requant
+from .common import Buf, Weight, qparams_of, require
+from .registry import OpDef, register
+
+MAX_RANK = 4
+
+
+def axes_of(node: Node, g: Graph) -> list[int] | None:
+    """Squeeze/Unsqueeze axes: an attribute before opset 13, a constant input after."""
+    if len(node.inputs) > 1 and node.inputs[1]:
+        value = g.const(node.inputs[1])
+        require(value is not None, node, "axes must be a constant")
+        return [int(a) for a in value.reshape(-1)]
+    return node.attrs.get("axes")
+
+
+class Alias(OpDef):
+    """Output is the input's bytes with another shape: no code, shared memory."""
+
+    alias = True
+    output_qparams = "same"
+
+    def run_float(self, node, g, xs):
+        return [xs[0].reshape(g.tensors[node.outputs[0]].shape)]
+
+    def run_int(self, node, g, xs):
+        return [xs[0].reshape(g.tensors[node.outputs[0]].shape)]
+
+    def lower(self, node, g, precision):
+        return "copy", [Buf(node.inputs[0], const=True), Buf(node.outputs[0]), g.tensors[node.inputs[0]].nbytes]
+
+
+@register
+class Reshape(Alias):
+    op_type = "Reshape"
+    summary = "reshape to a constant shape (0 copies a dimension, -1 is inferred)"
+    defaults = {"allowzero": 0}
+
+    def check(self, node, g):
+        require(len(node.inputs) > 1 and g.const(node.inputs[1]) is not None, node, "the shape must be a constant")
+
+    def infer(self, node, g):
+        src = g.tensors[node.inputs[0]].shape
+        target = [int(v) for v in g.const(node.inputs[1]).reshape(-1)]
+        if not self.attr(node, "allowzero"):
+            target = [src[i] if v == 0 else v for i, v in enumerate(target)]
+        if -1 in target:
+            known = int(np.prod([v for v in target if v != -1]))
+            require(known > 0 and int(np.prod(src)) % known == 0, node, f"cannot reshape {src} to {target}")
+            target[target.index(-1)] = int(np.prod(src)) // known
+        require(int(np.prod(target)) == int(np.prod(src)), node, f"cannot reshape {src} to {target}")
+        return [tuple(target)]
+
+
+@register
+class Flatten(Alias):
+    op_type = "Flatten"
+    summary = "flatten to 2-D at `axis`"
+    defaults = {"axis": 1}
+
+    def infer(self, node, g):
+        src = g.tensors[node.inputs[0]].shape
+        axis = self.attr(node, "axis") % (len(src) + 1) if len(src) else 0
+        return [(int(np.prod(src[:axis], dtype=np.int64)), int(np.prod(src[axis:], dtype=np.int64)))]
+
+
+@register
+class Squeeze(Alias):
+    op_type = "Squeeze"
+    summary = "remove size-1 dimensions"
+
+    def infer(self, node, g):
+        src = g.tensors[node.inputs[0]].shape
+        axes = axes_of(node, g)
+        axes = [i for i, d in enumerate(src) if d == 1] if axes is None else [a % len(src) for a in axes]
+        for a in axes:
+            require(src[a] == 1, node, f"cannot squeeze dimension {a} of size {src[a]}")
+        return [tuple(d for i, d in enumerate(src) if i not in axes)]
+
+
+@register
+class Unsqueeze(Alias):
+    op_type = "Unsqueeze"
+    summary = "insert size-1 dimensions"
+
+    def infer(self, node, g):
+        src = list(g.tensors[node.inputs[0]].shape)
+        axes = axes_of(node, g)
+        require(axes is not None, node, "axes are required")
+        rank = len(src) + len(axes)
+        for a in sorted(x % rank for x in axes):
+            src.insert(a, 1)
+        return [tuple(src)]
+
+
+@register
+class Identity(Alias):
+    op_type = "Identity"
+    summary = "no-op (removed by the passes)"
+
+    def infer(self, node, g):
+        return [g.tensors[node.inputs[0]].shape]
+
+
+@register
+class Dropout(Alias):
+    op_type = "Dropout"
+    summary = "inference no-op (removed by the passes); the mask output is not supported"
+
+    def check(self, node, g):
+        require(len([o for o in node.outputs if o]) == 1, node, "the mask output is not supported")
+
+    def infer(self, node, g):
+        return [g.tensors[node.inputs[0]].shape]
+
+
+def transpose_args(in_shape: tuple[int, ...], perm: list[int]) -> list[int]:
+    """4-D output dims and the input element strides to read them (ranks below 4 padded)."""
+    pad = MAX_RANK - len(in_shape)
+    shape = (1,) * pad + tuple(in_shape)
+    perm4 = list(range(pad)) + [p + pad for p in perm]
+    strides = [int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(MAX_RANK)]
+    return [shape[p] for p in perm4] + [strides[p] for p in perm4]
+
+
+@register
+class Transpose(OpDef):
+    op_type = "Transpose"
+    summary = "permute dimensions (up to 4-D); pairs are cancelled by the layout pass"
+    output_qparams = "same"
+
+    def perm(self, node: Node, g: Graph) -> list[int]:
+        rank = len(g.tensors[node.inputs[0]].shape)
+        return list(node.attrs.get("perm", list(reversed(range(rank)))))
+
+    def check(self, node, g):
+        rank = len(g.tensors[node.inputs[0]].shape)
+        require(rank <= MAX_RANK, node, f"rank above {MAX_RANK} is not supported")
+        require(sorted(self.perm(node, g)) == list(range(rank)), node, "perm is not a permutation")
+
+    def infer(self, node, g):
+        src = g.tensors[node.inputs[0]].shape
+        return [tuple(src[p] for p in self.perm(node, g))]
+
+    def run_float(self, node, g, xs):
+        return [np.ascontiguousarray(xs[0].transpose(self.perm(node, g)))]
+
+    run_int = run_float
+
+    def lower(self, node, g, precision):
+        args = transpose_args(g.tensors[node.inputs[0]].shape, self.perm(node, g))
+        kernel = "transpose_s8" if precision == "int8" else "transpose_f32"
+        return kernel, [Buf(node.inputs[0], const=True), Buf(node.outputs[0])] + args
+
+
+@register
+class Concat(OpDef):
+    op_type = "Concat"
+    summary = "join along an axis (int8: each input requantized to the output's scale)"
+
+    def check(self, node, g):
+        require("axis" in node.attrs, node, "axis is required")
+        for name in node.inputs:
+            require(not g.tensors[name].is_const, node, "constant inputs are not supported")
+        ranks = {len(g.tensors[i].shape) for i in node.inputs}
+        require(len(ranks) == 1, node, "inputs have different ranks")
+
+    def axis(self, node: Node, g: Graph) -> int:
+        return node.attrs["axis"] % len(g.tensors[node.inputs[0]].shape)
+
+    def infer(self, node, g):
+        axis = self.axis(node, g)
+        shapes = [g.tensors[i].shape for i in node.inputs]
+        for s in shapes:
+            require(s[:axis] + s[axis + 1:] == shapes[0][:axis] + shapes[0][axis + 1:], node,
+                    f"shapes {shapes} differ outside axis {axis}")
+        out = list(shapes[0])
+        out[axis] = sum(s[axis] for s in shapes)
+        return [tuple(out)]
+
+    def run_float(self, node, g, xs):
+        return [np.concatenate(xs, axis=self.axis(node, g))]
+
+    def quantize(self, node, g):
+        sy, zy = qparams_of(g, node.outputs[0])
+        parts = []
+        for name in node.inputs:
+            sx, zx = qparams_of(g, name)
+            mult, shift = quantize_multiplier(sx / sy)
+            parts.append({"zx": zx, "mult": mult, "shift": shift})
+        node.q = {"zy": zy, "parts": parts}
+
+    def run_int(self, node, g, xs):
+        q = node.q
+        ys = [clamp_int8(requant(x.astype(np.int64) - p["zx"], p["mult"], p["shift"]) + q["zy"])
+              for x, p in zip(xs, q["parts"])]
+        return [np.concatenate(ys, axis=self.axis(node, g))]
+
+    def lower(self, node, g, precision):
+        axis = self.axis(node, g)
+        out_shape = g.tensors[node.outputs[0]].shape
+        outer = int(np.prod(out_shape[:axis], dtype=np.int64))
+        inner = int(np.prod(out_shape[axis + 1:], dtype=np.int64))
+        calls, offset = [], 0
+        for i, name in enumerate(node.inputs):
+            chunk = g.tensors[name].shape[axis] * inner
+            io = [Buf(name, const=True), Buf(node.outputs[0]), offset, outer, chunk, out_shape[axis] * inner]
+            if precision == "int8":
+                p = node.q["parts"][i]
+                calls.append(("concat_s8", io + [p["zx"], node.q["zy"], p["mult"], p["shift"]]))
+            else:
+                calls.append(("concat_f32", io))
+            offset += chunk
+        return calls
+
+
+@register
+class Pad(OpDef):
+    op_type = "Pad"
+    summary = "constant padding (up to 4-D) with constant pads and value"
+    output_qparams = "same"
+
+    def pads_value(self, node: Node, g: Graph) -> tuple[list[int], float]:
+        if len(node.inputs) > 1 and node.inputs[1]:
+            pads = g.const(node.inputs[1])
+            require(pads is not None, node, "pads must be a constant")
+            pads = [int(p) for p in pads]
+        else:
+            pads = list(node.attrs.get("pads", []))
+        value = float(node.attrs.get("value", 0.0))
+        if len(node.inputs) > 2 and node.inputs[2]:
+            v = g.const(node.inputs[2])
+            require(v is not None, node, "the constant value must be a constant")
+            value = float(v.reshape(-1)[0]) if v.size else 0.0
+        return pads, value
+
+    def check(self, node, g):
+        mode = node.attrs.get("mode", "constant")
+        require(mode == "constant", node, f"mode '{mode}' is not supported (only constant)")
+        require(len(node.inputs) < 4 or not node.inputs[3], node, "the axes input is not supported")
+        rank = len(g.tensors[node.inputs[0]].shape)
+        require(rank <= MAX_RANK, node, f"rank above {MAX_RANK} is not supported")
+        pads, _ = self.pads_value(node, g)
+        require(len(pads) == 2 * rank and min(pads) >= 0, node, "pads must be non-negative, two per dimension")
+
+    def infer(self, node, g):
+        src = g.tensors[node.inputs[0]].shape
+        pads, _ = self.pads_value(node, g)
+        r = len(src)
+        return [tuple(d + pads[i] + pads[i + r] for i, d in enumerate(src))]
+
+    def np_pads(self, node: Node, g: Graph) -> list[tuple[int, int]]:
+        pads, _ = self.pads_value(node, g)
+        r = len(pads) // 2
+        return [(pads[i], pads[i + r]) for i in range(r)]
+
+    def run_float(self, node, g, xs):
+        return [np.pad(xs[0], self.np_pads(node, g), constant_values=self.pads_value(node, g)[1])]
+
+    def quantize(self, node, g):
+        s, z = qparams_of(g, node.inputs[0])
+        node.q = {"value": int(quantize_float(np.array([self.pads_value(node, g)[1]]), s, z)[0])}
+
+    def run_int(self, node, g, xs):
+        return [np.pad(xs[0], self.np_pads(node, g), constant_values=node.q["value"])]
+
+    def lower(self, node, g, precision):
+        src = g.tensors[node.inputs[0]].shape
+        lead = MAX_RANK - len(src)
+        shape4 = [1] * lead + list(src)
+        before = [0] * lead + [p[0] for p in self.np_pads(node, g)]
+        out4 = [1] * lead + list(g.tensors[node.outputs[0]].shape)
+        io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0])] + shape4 + out4 + before
+        if precision == "int8":
+            return "pad_s8", io + [node.q["value"]]
+        return "pad_f32", io + [self.pads_value(node, g)[1]]
+
+
+@register
+class Constant(OpDef):
+    op_type = "Constant"
+    summary = "a constant tensor (folded into the weights by the frontend)"
+
+    def infer(self, node, g):
+        return [tuple(node.attrs["value"].shape)]
+
+    def run_float(self, node, g, xs):
+        return [node.attrs["value"]]

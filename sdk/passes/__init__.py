@@ -1,0 +1,22 @@
+"""Graph rewrites. Each pass is a function Graph -> None that keeps the graph's meaning;
+`optimize` runs them in order."""
+from __future__ import annotations
+
+from ..ir import Graph
+from .batchnorm import fold_batchnorm
+from .cleanup import remove_identities
+from .constant_folding import fold_constants
+from .fuse_activation import fuse_activations
+from .layout import to_channels_last
+
+PIPELINE = [remove_identities, fold_constants, fold_batchnorm, fuse_activations, to_channels_last]
+
+
+def optimize(g: Graph) -> None:
+    for step in PIPELINE:
+        step(g)
+    g.remove_unused()
+
+
+__all__ = ["PIPELINE", "optimize", "fold_batchnorm", "remove_identities", "fold_constants", "fuse_activations",
+           "to_channels_last"]

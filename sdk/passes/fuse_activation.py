@@ -1,0 +1,27 @@
+"""Fuse Relu/Clip into the Conv, Gemm, MatMul or Add that produces their input: the
+activation becomes a clamp of that op's output (in int8, part of its requantization)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph
+from ..ops.activation import clip_bounds
+
+FUSABLE_PRODUCERS = {"Conv", "Gemm", "MatMul", "Add"}
+
+
+def fuse_activations(g: Graph) -> None:
+    for act in [n for n in g.nodes if n.op in ("Relu", "Clip")]:
+        producer = g.producer(act.inputs[0])
+        if producer is None or producer.op not in FUSABLE_PRODUCERS or "activation" in producer.attrs:
+            continue
+        if len(g.consumers(act.inputs[0])) != 1 or act.inputs[0] in g.outputs:
+            continue
+        bounds = (0.0, np.inf) if act.op == "Relu" else clip_bounds(act, g)
+        producer.attrs["activation"] = bounds
+        activated_q = g.tensors[act.outputs[0]].q  # QDQ models quantize after the activation
+        g.nodes.remove(act)
+        if activated_q is not None:
+            g.tensors[act.inputs[0]].q = activated_q
+        g.replace_uses(act.outputs[0], act.inputs[0])
+    g.remove_unused()

@@ -1,0 +1,1 @@
+"""Quantization: calibration, QDQ import, and the integer constants of each op."""

@@ -1,0 +1,67 @@
+"""Turn a float graph into an int8 graph: choose every activation's quantization
+(calibrated, imported from QDQ, or imposed by the op), then let each op compute its
+integer constants."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from ..errors import UsageError
+from ..ir import Graph, QParams
+from ..ops import get_op
+from .calibrate import RangeObserver
+
+
+def asymmetric(low: float, high: float) -> QParams:
+    """int8 parameters covering [low, high] and always 0 (so padding and ReLU are exact)."""
+    low, high = min(0.0, low), max(0.0, high)
+    scale = (high - low) / 255.0
+    if scale <= 0.0 or not np.isfinite(scale):
+        scale = 1.0 / 255.0
+    zero_point = int(np.clip(np.round(-128.0 - low / scale), -128, 127))
+    return QParams(np.array(scale, dtype=np.float32), np.array(zero_point, dtype=np.int32))
+
+
+def needs_calibration(g: Graph) -> list[str]:
+    """Activation tensors that neither a QDQ import nor their op gives parameters to."""
+    missing = [name for name in g.inputs if g.tensors[name].q is None]
+    for node in g.nodes:
+        op = get_op(node.op)
+        if op.output_qparams == "same" or op.fixed_qparams(node, g) is not None:
+            continue
+        missing += [o for o in node.outputs if g.tensors[o].q is None]
+    return missing
+
+
+def assign_qparams(g: Graph, observer: RangeObserver | None) -> None:
+    def from_observer(name: str) -> QParams:
+        if observer is None:
+            raise UsageError(f"tensor '{name}' has no quantization scale: give calibration data with --calib")
+        return asymmetric(*observer.range(name))
+
+    for name in g.inputs:
+        if g.tensors[name].q is None:
+            g.tensors[name].q = from_observer(name)
+    for node in g.nodes:
+        op = get_op(node.op)
+        fixed = op.fixed_qparams(node, g)
+        for out in node.outputs:
+            t = g.tensors[out]
+            if fixed is not None:
+                t.q = fixed
+            elif op.output_qparams == "same":
+                t.q = copy.deepcopy(g.tensors[node.inputs[0]].q)
+            elif t.q is None:
+                t.q = from_observer(out)
+
+
+def quantize_graph(g: Graph, observer: RangeObserver | None) -> None:
+    assign_qparams(g, observer)
+    if observer is not None:
+        for t in g.activations():
+            t.channel_mean = observer.channel_mean(t.name)
+    for node in g.nodes:
+        get_op(node.op).quantize(node, g)
+    for t in g.activations():
+        t.dtype = "int8"

@@ -1,0 +1,95 @@
+"""The one rounding rule of cuvil-sdk, shared by the numpy reference and every C kernel.
+
+Requantization of an int32 accumulator `acc` by a real factor r > 0 uses an int32
+multiplier M in [2^30, 2^31) and a right shift S in [1, 62], found at compile time so
+that r ~= M / 2^S. At run time, in 64-bit integer arithmetic:
+
+    y = (acc * M + 2^(S-1)) >> S        (arithmetic shift: rounds half toward +inf)
+
+then the output zero point is added and the result clamped to the activation range.
+|acc| < 2^31 and M < 2^31 keep the product within int64. This single rounding is what
+`requant` in sdk/templates/common/cuvil_common.h implements, and every SIMD or CUDA
+kernel must reproduce it exactly.
+
+Float <-> int8 at the model boundary, in float32 arithmetic (IEEE, no contraction):
+
+    q = clamp(floor(x / scale + 0.5) + zero_point, -128, 127)     (NaN -> -128)
+    x = (float)(q - zero_point) * scale
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+INT8_MIN, INT8_MAX = -128, 127
+
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """(M, S) with M in [2^30, 2^31) and S in [1, 62] such that real ~= M / 2^S."""
+    if not real > 0.0 or not math.isfinite(real):
+        return 0, 1
+    mantissa, exponent = math.frexp(real)  # real = mantissa * 2^exponent, mantissa in [0.5, 1)
+    m = round(mantissa * (1 << 31))
+    if m == 1 << 31:
+        m //= 2
+        exponent += 1
+    shift = 31 - exponent
+    if shift > 62:  # too small to represent: shrink the multiplier instead
+        m >>= shift - 62
+        shift = 62
+    if shift < 1:
+        raise ValueError(f"requantization factor {real} is too large")
+    return int(m), int(shift)
+
+
+def quantize_multipliers(reals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    pairs = [quantize_multiplier(float(r)) for r in np.ravel(reals)]
+    return (np.array([p[0] for p in pairs], dtype=np.int32), np.array([p[1] for p in pairs], dtype=np.int32))
+
+
+def requant(acc: np.ndarray, mult: np.ndarray | int, shift: np.ndarray | int) -> np.ndarray:
+    """The rounding rule above, on int64 numpy arrays (mult/shift broadcast per channel)."""
+    acc = np.asarray(acc, dtype=np.int64)
+    mult = np.asarray(mult, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    return (acc * mult + (np.int64(1) << (shift - 1))) >> shift
+
+
+def clamp_int8(y: np.ndarray, lo: int = INT8_MIN, hi: int = INT8_MAX) -> np.ndarray:
+    return np.clip(y, lo, hi).astype(np.int8)
+
+
+def quantize_float(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """Float32 -> int8 exactly as the generated C does it."""
+    v = np.floor(np.asarray(x, dtype=np.float32) / np.float32(scale) + np.float32(0.5)) + np.float32(zero_point)
+    v = np.where(np.isnan(v), np.float32(INT8_MIN), v)
+    return np.clip(v, INT8_MIN, INT8_MAX).astype(np.int8)
+
+
+def dequantize(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """Int8 -> float32 exactly as the generated C does it."""
+    return (q.astype(np.int32) - np.int32(zero_point)).astype(np.float32) * np.float32(scale)
+
+
+# Element-wise Add: both inputs are rescaled to a common fixed point whose multipliers fit
+# 21 bits, so the whole sum stays in int32 on every target (no 64-bit lanes needed):
+#   y = zy + (((a - za) * Ma + (b - zb) * Mb + 2^(S-1)) >> S)
+ADD_MULT_BITS = 21
+ADD_MAX_SHIFT = 30
+
+
+def add_multipliers(ra: float, rb: float) -> tuple[int, int, int]:
+    """(Ma, Mb, S) for the Add rule above, given the real ratios sa/sy and sb/sy."""
+    top = max(ra, rb)
+    shift = ADD_MAX_SHIFT
+    while shift > 1 and round(top * (1 << shift)) >= (1 << ADD_MULT_BITS):
+        shift -= 1
+    if round(top * (1 << shift)) >= (1 << ADD_MULT_BITS):
+        raise ValueError("element-wise scales differ too much to requantize")
+    return round(ra * (1 << shift)), round(rb * (1 << shift)), shift
+
+
+def add_rule(a: np.ndarray, b: np.ndarray, za: int, zb: int, ma: int, mb: int, shift: int) -> np.ndarray:
+    acc = (a.astype(np.int32) - za) * np.int32(ma) + (b.astype(np.int32) - zb) * np.int32(mb)
+    return (acc + np.int32(1 << (shift - 1))) >> np.int32(shift)

@@ -1,0 +1,38 @@
+"""Run the IR with numpy: `run_float` (float32 values; calibration and float checks) and
+`run_int` (int8 activations, exact integer rules: what every C kernel must equal)."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..ir import Graph
+from ..ops import get_op
+from ..quant.requant import dequantize, quantize_float
+
+
+def _run(g: Graph, feeds: dict[str, np.ndarray], step: Callable, keep_all: bool) -> dict[str, np.ndarray]:
+    values = dict(feeds)
+    for node in g.nodes:
+        xs = [values[i] if i in values else g.tensors[i].data for i in node.inputs if i]
+        for name, value in zip(node.outputs, step(node, xs)):
+            values[name] = value
+    if keep_all:
+        return values
+    return {name: values[name] for name in g.outputs}
+
+
+def run_float(g: Graph, feeds: dict[str, np.ndarray], keep_all: bool = False) -> dict[str, np.ndarray]:
+    return _run(g, feeds, lambda node, xs: get_op(node.op).run_float(node, g, xs), keep_all)
+
+
+def run_int(g: Graph, feeds: dict[str, np.ndarray], keep_all: bool = False) -> dict[str, np.ndarray]:
+    """Feeds and results are int8 arrays of a quantized graph."""
+    return _run(g, feeds, lambda node, xs: get_op(node.op).run_int(node, g, xs), keep_all)
+
+
+def run_quantized_model(g: Graph, feeds: dict[str, np.ndarray]) -> tuple[dict, dict]:
+    """Float inputs -> (int8 outputs, dequantized float outputs), exactly as the C API."""
+    q_feeds = {name: quantize_float(x, *g.tensors[name].q.scalar()) for name, x in feeds.items()}
+    q_out = run_int(g, q_feeds)
+    return q_out, {name: dequantize(v, *g.tensors[name].q.scalar()) for name, v in q_out.items()}

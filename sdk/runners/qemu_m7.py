@@ -1,0 +1,146 @@
+"""Run Cortex-M7 firmware under qemu-system-arm with the semihosting harness protocol.
+
+The firmware (targets/cortex_m7/harness.c.j2) reads input.bin from QEMU's working folder
+and writes output.bin and stats.txt there (docs/internals.md, "Firmware harness protocol").
+The QEMU command line is board data: key run.command of the board file, with "{elf}".
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence, Union
+
+import numpy as np
+
+from ..boards import Board
+from ..errors import TargetError, ToolError
+
+Inputs = Union[bytes, Sequence[np.ndarray]]
+_STATS_LINE = re.compile(r"^sample (\d+) instructions (\d+)$")
+
+
+@dataclass(frozen=True)
+class FirmwareResult:
+    samples: int
+    output: bytes  # output.bin: every output of every sample, in order
+    instructions: list[int]  # guest instructions per inference (SysTick ticks x 40)
+    console: str  # what the firmware printed on UART0
+
+    def outputs(self, sizes: Sequence[int], dtype: np.dtype | type = np.int8) -> list[np.ndarray]:
+        """Split output.bin into one (samples, size) array per model output."""
+        dtype = np.dtype(dtype).newbyteorder("<")
+        per_sample = sum(sizes)
+        if len(self.output) != self.samples * per_sample * dtype.itemsize:
+            raise TargetError(f"output.bin has {len(self.output)} bytes, expected {self.samples} samples "
+                              f"x {per_sample} values x {dtype.itemsize} bytes")
+        flat = np.frombuffer(self.output, dtype=dtype).reshape(self.samples, per_sample)
+        bounds = np.cumsum([0, *sizes])
+        return [flat[:, a:b].copy() for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def encode_inputs(inputs: Sequence[np.ndarray]) -> bytes:
+    """input.bin: uint32 little-endian N, then per sample every input in order, float32.
+    Each array is one model input with a leading sample axis N."""
+    arrays = [np.ascontiguousarray(a, dtype="<f4") for a in inputs]
+    count = len(arrays[0]) if arrays else 0
+    if any(len(a) != count for a in arrays):
+        raise ValueError("every input needs the same number of samples")
+    flat = [a.reshape(count, -1) for a in arrays]
+    body = np.concatenate(flat, axis=1).tobytes() if flat else b""
+    return struct.pack("<I", count) + body
+
+
+def qemu_command(board: Board, elf: Path) -> list[str]:
+    """The board's QEMU command line (run.command) for this ELF; ToolError if QEMU is missing."""
+    template = board.get("run.command")
+    if not template:
+        raise ToolError(f"board '{board.name}' has no run.command")
+    command = [str(part).replace("{elf}", str(Path(elf).resolve())) for part in template]
+    if shutil.which(command[0]) is None:
+        package = board.get("run.debian_package", command[0])
+        raise ToolError(f"{command[0]} not found: install the Debian package {package}")
+    return command
+
+
+def _failure_line(console: str, stderr: str) -> str:
+    """The firmware's own FAULT/ERROR line, else what QEMU said last."""
+    for line in console.splitlines():
+        if line.startswith(("FAULT", "ERROR")):
+            return line.strip()
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for line in lines:  # e.g. "qemu: fatal: Lockup: can't escalate 3 to HardFault"
+        if "fatal" in line or "Lockup" in line:
+            return line
+    return lines[-1] if lines else "no message"
+
+
+def run_firmware(elf: Path, board: Board, inputs: Inputs, work_dir: Path | None = None,
+                 timeout_s: float = 60.0) -> FirmwareResult:
+    """Run the firmware on the samples and return its outputs and instruction counts.
+
+    `inputs` is the whole input.bin (bytes) or one float array per model input with a
+    leading sample axis. QEMU runs in `work_dir` (kept, for inspection) or in a temporary
+    folder. Raises TargetError when the firmware faults, exits non-zero or hangs past
+    timeout_s (QEMU's process group is killed), ToolError when QEMU is missing or cannot
+    start the ELF."""
+    elf = Path(elf)
+    if not elf.exists():
+        raise ToolError(f"no firmware at {elf}")
+    command = qemu_command(board, elf)
+    data = inputs if isinstance(inputs, (bytes, bytearray)) else encode_inputs(inputs)
+    samples = struct.unpack_from("<I", data)[0]
+    if work_dir is None:
+        with tempfile.TemporaryDirectory(prefix="cuvil-qemu-") as tmp:
+            return _run(command, elf, Path(tmp), bytes(data), samples, timeout_s)
+    work_dir = Path(work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    return _run(command, elf, work_dir, bytes(data), samples, timeout_s)
+
+
+def _run(command: list[str], elf: Path, work: Path, data: bytes, samples: int,
+         timeout_s: float) -> FirmwareResult:
+    for stale in ("output.bin", "stats.txt"):
+        (work / stale).unlink(missing_ok=True)
+    (work / "input.bin").write_bytes(data)
+    # A session of its own, so that a timeout kills QEMU and anything it started.
+    proc = subprocess.Popen(command, cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise TargetError(f"firmware {elf.name} hung: no exit after {timeout_s:g} s under "
+                          f"{command[0]} (killed)") from None
+    console = out.decode(errors="replace").replace("\r", "")
+    stderr = err.decode(errors="replace")
+    if proc.returncode != 0:
+        line = _failure_line(console, stderr)
+        if not console.strip() and f"{Path(command[0]).name}:" in stderr:
+            raise ToolError(f"{command[0]} could not run {elf.name}: {line}")
+        how = f"exit code {proc.returncode}" if proc.returncode > 0 else f"signal {-proc.returncode}"
+        raise TargetError(f"firmware {elf.name} failed ({how}): {line}")
+    instructions = _read_stats(work / "stats.txt", samples)
+    output = (work / "output.bin").read_bytes() if (work / "output.bin").exists() else b""
+    return FirmwareResult(samples, output, instructions, console)
+
+
+def _read_stats(path: Path, samples: int) -> list[int]:
+    if not path.exists():
+        raise TargetError("the firmware exited 0 but wrote no stats.txt")
+    counts = []
+    for i, line in enumerate(path.read_text().splitlines()):
+        m = _STATS_LINE.match(line.strip())
+        if not m or int(m.group(1)) != i:
+            raise TargetError(f"stats.txt line {i + 1} is not 'sample {i} instructions <n>': {line!r}")
+        counts.append(int(m.group(2)))
+    if len(counts) != samples:
+        raise TargetError(f"stats.txt has {len(counts)} samples, expected {samples}")
+    return counts
