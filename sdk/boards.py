@@ -48,6 +48,7 @@ class Board:
 
 def _load(path: Path) -> Board:
     data = tomllib.loads(path.read_text())
+    data["_file"] = path.name
     memory = data.get("memory", {})
     return Board(
         name=data["name"],

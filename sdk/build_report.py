@@ -99,22 +99,18 @@ def parse_map(map_file: Path) -> LinkMap:
             continue
         if state != "map" or not line.strip():
             continue
-        if not line[0].isspace():  # an output section, its numbers maybe on the next line
-            m = out_re.match(line)
-            output, pending = (m.group(1), "") if m else (line.split()[0], "@output")
+        m = out_re.match(line)
+        if not line[0].isspace() or (pending == "@output" and m):
+            # An output section; a long name has its numbers on the next line.
+            if not line[0].isspace():
+                output = line.split()[0]
+            pending = "" if m else "@output"
             if m:
                 vma = int(m.group(2), 16)
                 lma = int(m.group(4), 16) if m.group(4) else vma
                 sections[output] = (vma, lma, int(m.group(3), 16))
             continue
-        if pending == "@output":
-            m = out_re.match(line)
-            pending = ""
-            if m:
-                vma = int(m.group(2), 16)
-                lma = int(m.group(4), 16) if m.group(4) else vma
-                sections[output] = (vma, lma, int(m.group(3), 16))
-                continue
+        pending = "" if pending == "@output" else pending
         if line.startswith(" *fill*"):
             size = int(line.split()[2], 16)
             pieces.append(Piece(output, output if output == ".stack" else "*fill*", "", size))
@@ -132,8 +128,7 @@ def parse_map(map_file: Path) -> LinkMap:
     return LinkMap(regions, sections, pieces)
 
 
-def _category(piece: Piece, name: str, board: Board) -> str:
-    board_objects = {Path(s).stem + ".o" for s in board.get("firmware.sources", [])}
+def _category(piece: Piece, name: str, board_objects: set[str]) -> str:
     if piece.symbol == f"{name}_arena":
         return "arena"
     if piece.obj == f"{name}_weights.o":
@@ -154,6 +149,7 @@ def _category(piece: Piece, name: str, board: Board) -> str:
 def memory_use(link: LinkMap, name: str, board: Board) -> dict[str, Any]:
     """Bytes per region, per category (weights, model, arena, ...) and per symbol."""
     by_region: dict[str, dict[str, int]] = {r: {} for r in link.regions}
+    board_objects = {Path(s).stem + ".o" for s in board.get("firmware.sources", [])}
     items: list[dict[str, Any]] = []
     pieces = list(link.pieces)
     for output, (_, _, size) in link.sections.items():  # space the script itself reserves
@@ -164,7 +160,7 @@ def memory_use(link: LinkMap, name: str, board: Board) -> dict[str, Any]:
         if _NOT_LOADED.match(piece.output) or piece.output not in link.sections or piece.size == 0:
             continue
         vma, lma, _ = link.sections[piece.output]
-        category = _category(piece, name, board)
+        category = _category(piece, name, board_objects)
         # A section with contents loaded from elsewhere (.data) takes space in both regions.
         regions = {link.region_of(vma)}
         if not _NO_CONTENTS.match(piece.output):

@@ -1,0 +1,86 @@
+"""Render the generated C project from Jinja2 templates (StrictUndefined): the model
+header and source, its weights, the kernels it uses, and the manifest."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import jinja2
+import numpy as np
+
+from ..boards import Board
+from ..ir import Graph
+from ..planner import ArenaPlan
+from .lowering import TEMPLATES, CTYPES, Lowered, c_float, lower_graph
+from .sanitize import c_identifier, c_string_literal
+
+ARENA_ALIGN = 16
+VALUES_PER_LINE = 24
+
+
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+
+
+def format_values(values: np.ndarray, ctype: str) -> list[str]:
+    """Initializer lines for a weight array (Python formats, the template only places)."""
+    if ctype == "float":
+        items = [c_float(v) for v in values.tolist()]
+    else:
+        items = [str(int(v)) for v in values.tolist()]
+    return [", ".join(items[i:i + VALUES_PER_LINE]) for i in range(0, len(items), VALUES_PER_LINE)] or ["0"]
+
+
+def io_entries(g: Graph, names: list[str], plan: ArenaPlan, int8: bool) -> list[dict]:
+    entries = []
+    for i, name in enumerate(names):
+        t = g.tensors[name]
+        scale, zp = t.q.scalar() if int8 else (1.0, 0)
+        entries.append({"index": i, "name": name, "shape": list(t.shape), "size": t.size, "offset": plan.offsets[name],
+                        "dtype": "int8" if int8 else "float32", "scale": scale, "zero_point": zp,
+                        "scale_c": c_float(scale)})
+    return entries
+
+
+def manifest(g: Graph, prefix: str, board: Board, precision: str, plan: ArenaPlan, inputs, outputs) -> dict:
+    strip = ("offset", "scale_c")
+    return {"name": prefix, "board": board.name, "arch": board.get("arch", ""), "precision": precision,
+            "arena_bytes": plan.size, "inputs": [{k: v for k, v in e.items() if k not in strip} for e in inputs],
+            "outputs": [{k: v for k, v in e.items() if k not in strip} for e in outputs]}
+
+
+def generate(g: Graph, plan: ArenaPlan, board: Board, precision: str, name: str, out_dir: Path) -> dict:
+    prefix = c_identifier(name)
+    int8 = precision == "int8"
+    lowered: Lowered = lower_graph(g, plan, board, precision, prefix)
+    inputs = io_entries(g, g.inputs, plan, int8)
+    outputs = io_entries(g, g.outputs, plan, int8)
+    info = manifest(g, prefix, board, precision, plan, inputs, outputs)
+    src = out_dir / "src"
+    (src / "kernels").mkdir(parents=True, exist_ok=True)
+    context = {
+        "name": prefix, "NAME": prefix.upper(), "int8": int8, "ctype": CTYPES["int8" if int8 else "float32"],
+        "arena_bytes": max(plan.size, ARENA_ALIGN), "arena_align": ARENA_ALIGN, "inputs": inputs, "outputs": outputs,
+        "calls": lowered.calls, "kernel_headers": sorted(set(lowered.kernel_files.values())),
+        "weights": [{"name": w.name, "ctype": w.ctype, "count": w.values.size, "lines": format_values(w.values, w.ctype)}
+                    for w in lowered.weights],
+        "manifest_literal": c_string_literal(info),
+    }
+    env = environment()
+    for template, target in (("common/model.h.j2", f"{prefix}.h"), ("common/model.c.j2", f"{prefix}.c"),
+                             ("common/weights.h.j2", f"{prefix}_weights.h"),
+                             ("common/weights.c.j2", f"{prefix}_weights.c")):
+        (src / target).write_text(env.get_template(template).render(context))
+    shutil.copy(TEMPLATES / "common" / "cuvil_common.h", src / "cuvil_common.h")
+    for header in context["kernel_headers"]:
+        shutil.copy(TEMPLATES / header, src / "kernels" / Path(header).name)
+    weight_bytes = sum(w.nbytes for w in lowered.weights)
+    info.update({"weight_bytes": weight_bytes, "layers": lowered.layers,
+                 "sources": [f"src/{prefix}.c", f"src/{prefix}_weights.c"]})
+    return info
+
+
+def dump_manifest(info: dict, out_dir: Path) -> None:
+    (out_dir / "manifest.json").write_text(json.dumps(info, indent=2))

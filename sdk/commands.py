@@ -1,0 +1,161 @@
+"""What each CLI command does. cli.py parses; these functions take plain values."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from . import PACKAGE_DIR
+from .boards import Board, all_boards, get_board
+from .build import artifacts, run_scons
+from .compiler import CompileRequest, StagedOutput, compile_into
+from .data import load_samples, write_outputs
+from .errors import UsageError
+from .frontend import load_model
+from .profiles import all_profiles, get_profile
+
+EXAMPLES = PACKAGE_DIR / "examples"
+EXAMPLE_MODEL = EXAMPLES / "digits_cnn.onnx"
+EXAMPLE_DATA = EXAMPLES / "digits_data.npz"
+
+
+def default_out_dir(model: Path, board: Board, profile: str) -> Path:
+    return Path.cwd() / "cuvil-build" / f"{model.stem}-{board.name}-{profile}"
+
+
+def do_compile(req: CompileRequest, out_dir: Path) -> dict:
+    with StagedOutput(out_dir) as stage:
+        info = compile_into(req, stage)
+    info["out_dir"] = str(out_dir.resolve())
+    return info
+
+
+def do_build(req: CompileRequest, out_dir: Path, jobs: int) -> dict:
+    out_dir = out_dir.resolve()
+    with StagedOutput(out_dir) as stage:
+        info = compile_into(req, stage)
+        prepare_board_sources(req.board, stage, info)
+        run_scons(stage, req.board, jobs)
+        report = memory_report(req.board, stage, info)
+        info.update(report)
+        info["artifacts"] = artifacts(stage, out_dir, info["name"], req.board)
+    info["out_dir"] = str(out_dir)
+    return info
+
+
+def prepare_board_sources(board: Board, stage: Path, info: dict) -> None:
+    """Firmware boards add their harness and linker script to the generated project."""
+    if board.kind != "firmware":
+        return
+    from .codegen.firmware import render_firmware_files
+    from .compiler import write_build_spec
+    added = render_firmware_files(board, stage, firmware_context(info))
+    info["sources"] = info["sources"] + [s for s in added if s.endswith(".c")]
+    write_build_spec(info, board, stage)
+
+
+def firmware_context(info: dict) -> dict:
+    int8 = info["precision"] == "int8"
+    return {"name": info["name"], "NAME": info["name"].upper(), "int8": int8,
+            "inputs": [{"index": t["index"], "size": t["size"], "bytes": t["size"] * 4} for t in info["inputs"]],
+            "outputs": [{"index": t["index"], "size": t["size"], "dtype": t["dtype"]} for t in info["outputs"]]}
+
+
+def memory_report(board: Board, stage: Path, info: dict) -> dict:
+    if board.kind == "firmware":
+        from .build_report import size_report
+        name = info["name"]
+        build = stage / "build"
+        report = size_report(build / f"{name}.elf", build / f"{name}.map", sorted(build.rglob("*.su")), board)
+        return report
+    lib = stage / "build" / f"lib{info['name']}.so"
+    return {"arena_bytes": info["arena_bytes"], "ram_bytes": info["arena_bytes"],
+            "flash_bytes": lib.stat().st_size if lib.exists() else 0}
+
+
+def run_samples(board: Board, info: dict, samples: list, progress: bool) -> dict:
+    if board.kind == "shared_library" and board.get("arch", "") == "x86_64":
+        from .runners.host import run_host
+        return run_host(Path(info["artifacts"]["so"]), samples, progress)
+    if board.kind == "firmware":
+        from .runners.firmware import run_on_qemu
+        return run_on_qemu(board, info, samples, progress)
+    from .runners.linux_qemu import run_on_qemu_user
+    return run_on_qemu_user(board, info, samples, progress)
+
+
+def summary_of_build(info: dict) -> dict:
+    keys = ("name", "board", "profile", "precision", "arena_bytes", "flash_bytes", "ram_bytes", "weight_bytes",
+            "artifacts", "out_dir", "size", "fits")
+    return {k: info[k] for k in keys if k in info}
+
+
+def input_graph(req: CompileRequest):
+    return load_model(req.model, req.profile, req.board, req.input_shapes)
+
+
+def do_run(req: CompileRequest, input_path: Path, output_path: Path, out_dir: Path | None, jobs: int) -> dict:
+    samples = load_samples(input_path, input_graph(req), "input data")
+    with tempfile.TemporaryDirectory(prefix="cuvil-run-") as tmp:
+        info = do_build(req, out_dir or Path(tmp) / "project", jobs)
+        result = run_samples(req.board, info, samples, sys.stderr.isatty())
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    write_outputs(output_path, [t["name"] for t in info["outputs"]], result["outputs"])
+    report = summary_of_build(info)
+    report.update({"samples": len(samples), "outputs": str(output_path.resolve())})
+    if result.get("instructions") is not None:
+        counts = result["instructions"]
+        report["instructions"] = int(counts[0]) if len(set(counts)) == 1 else int(np.median(counts))
+        report["instructions_per_sample"] = [int(c) for c in counts]
+        report["instructions_note"] = "guest instructions under QEMU -icount shift=0 (not cycles on silicon)"
+    if out_dir is None:
+        report.pop("artifacts", None)
+        report.pop("out_dir", None)
+    return report
+
+
+def list_boards() -> dict:
+    return {"boards": [b.summary() for b in all_boards().values()]}
+
+
+def list_profiles() -> dict:
+    return {"profiles": [p.summary() for p in all_profiles().values()]}
+
+
+def make_request(args) -> CompileRequest:
+    from .frontend import parse_input_shapes
+    board = get_board(args.board)
+    profile = get_profile(args.profile)
+    model = Path(args.model) if getattr(args, "model", None) else None
+    calib = getattr(args, "calib", None)
+    if model is None:
+        if args.command != "build":
+            raise UsageError("--model is required")
+        model = EXAMPLE_MODEL
+        calib = calib or str(EXAMPLE_DATA)
+    if calib not in (None, "random") and not Path(calib).exists():
+        raise UsageError(f"--calib file '{calib}' does not exist")
+    return CompileRequest(model=model.resolve() if model.exists() else model, board=board, profile=profile,
+                          precision=args.precision, calib=calib, calib_method=args.calib_method, name=args.name,
+                          input_shapes=parse_input_shapes(args.input_shape), progress=sys.stderr.isatty())
+
+
+def example_accuracy(board: Board, info: dict) -> dict:
+    """The main job's --run: the bundled digits test set on the built artifact."""
+    data = np.load(EXAMPLE_DATA)
+    g_inputs = [t["name"] for t in info["inputs"]]
+    samples = [{g_inputs[0]: x[None]} for x in data["x_test"]]
+    result = run_samples(board, info, samples, sys.stderr.isatty())
+    logits = np.concatenate([r[info["outputs"][0]["name"]] for r in result["outputs"]])
+    accuracy = float((logits.reshape(len(samples), -1).argmax(1) == data["y_test"]).mean())
+    report = {"samples": len(samples), "accuracy": accuracy}
+    if result.get("instructions") is not None:
+        report["instructions"] = int(np.median(result["instructions"]))
+    return report
+
+
+__all__ = ["do_compile", "do_build", "do_run", "list_boards", "list_profiles", "make_request", "example_accuracy",
+           "default_out_dir", "os"]

@@ -1,0 +1,122 @@
+"""The compile pipeline: frontend -> passes -> quantize -> plan -> generate. Each stage
+takes the previous stage's output; this module only wires them and stages the output
+folder so that a failure leaves nothing half-written."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .boards import Board
+from .codegen.emit import dump_manifest, generate
+from .data import load_samples, random_samples
+from .errors import CuvilError, UsageError
+from .frontend import load_model
+from .ir import Graph
+from .passes import optimize
+from .planner import plan_arena
+from .profiles import Profile
+from .quant.calibrate import calibrate
+from .quant.quantize import needs_calibration, quantize_graph
+
+RANDOM_CALIB_SAMPLES = 32
+
+
+@dataclass
+class CompileRequest:
+    model: Path
+    board: Board
+    profile: Profile
+    precision: str | None = None
+    calib: str | None = None
+    calib_method: str = "minmax"
+    name: str | None = None
+    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    progress: bool = False
+
+
+def choose_precision(req: CompileRequest) -> str:
+    precision = req.precision or req.profile.default_precision
+    if precision not in req.profile.precisions:
+        raise UsageError(f"precision '{precision}' is not allowed by profile '{req.profile.name}' "
+                         f"(allowed: {', '.join(req.profile.precisions)})")
+    board_precisions = req.board.get("precisions", ["int8"])
+    if precision not in board_precisions:
+        raise UsageError(f"board '{req.board.name}' has no {precision} kernels (it has: {', '.join(board_precisions)})")
+    if req.profile.name not in req.board.profiles:
+        raise UsageError(f"board '{req.board.name}' does not support profile '{req.profile.name}' "
+                         f"(it supports: {', '.join(req.board.profiles)})")
+    return precision
+
+
+def frontend_and_passes(req: CompileRequest) -> Graph:
+    g = load_model(req.model, req.profile, req.board, req.input_shapes)
+    optimize(g)
+    return g
+
+
+def quantize(g: Graph, req: CompileRequest) -> None:
+    observer = None
+    if needs_calibration(g):
+        if req.calib is None:
+            raise UsageError("an int8 build of a float model needs calibration data: pass --calib FILE "
+                             "(or --calib random for a quick, unrepresentative try)")
+        if req.calib == "random":
+            print("cuvil-sdk: warning: calibrating on random inputs; the scales are not representative "
+                  "of real data", file=sys.stderr)
+            samples = random_samples(g, RANDOM_CALIB_SAMPLES)
+        else:
+            samples = load_samples(Path(req.calib), g, "calibration data")
+        observer = calibrate(g, samples, len(samples), req.calib_method, req.progress)
+    quantize_graph(g, observer)
+
+
+def compile_into(req: CompileRequest, out_dir: Path) -> dict:
+    """Compile the model into out_dir (which must be new or empty); returns the manifest."""
+    precision = choose_precision(req)
+    g = frontend_and_passes(req)
+    if precision == "int8":
+        quantize(g, req)
+    plan = plan_arena(g)
+    info = generate(g, plan, req.board, precision, req.name or req.model.stem, out_dir)
+    info["profile"] = req.profile.name
+    info["arena"] = plan.buffers
+    write_build_spec(info, req.board, out_dir)
+    dump_manifest(info, out_dir)
+    return info
+
+
+def write_build_spec(info: dict, board: Board, out_dir: Path) -> None:
+    spec = {"board": board.name, "board_dir": str(board.family_dir), "board_file": board.data.get("_file", ""),
+            "name": info["name"], "kind": board.kind, "sources": info["sources"],
+            "toolchain": board.get("toolchain", {}), "cflags": [], "defines": {}}
+    (out_dir / "build.json").write_text(json.dumps(spec, indent=2))
+
+
+class StagedOutput:
+    """Write into DIR.partial and move it to DIR only on success, so a failed command
+    leaves neither a half-written folder nor a stale one that looks fresh."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.final = out_dir.resolve()
+        self.partial = self.final.with_name(self.final.name + ".partial")
+
+    def __enter__(self) -> Path:
+        if self.final.exists() and not (self.final / "manifest.json").exists() and any(self.final.iterdir()):
+            raise UsageError(f"output folder '{self.final}' exists and was not made by cuvil-sdk; choose another -o")
+        shutil.rmtree(self.partial, ignore_errors=True)
+        self.partial.mkdir(parents=True)
+        return self.partial
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            shutil.rmtree(self.final, ignore_errors=True)
+            self.partial.rename(self.final)
+        else:
+            shutil.rmtree(self.partial, ignore_errors=True)
+        return False
+
+
+__all__ = ["CompileRequest", "compile_into", "StagedOutput", "CuvilError"]

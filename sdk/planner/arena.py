@@ -1,0 +1,74 @@
+"""Liveness-based arena planning, greedy by size (as TFLite Micro's greedy planner).
+
+A buffer lives from the node that writes it to the last node that reads it (graph
+inputs from the start, graph outputs to the end). Alias ops (Reshape, Flatten, ...)
+share their input's buffer, which then lives as long as any alias is read. Buffers are
+placed largest first at the lowest offset that overlaps no placed buffer whose
+lifetime overlaps theirs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir import Graph
+from ..ops import get_op
+
+ALIGN = 16
+
+
+@dataclass
+class ArenaPlan:
+    size: int
+    offsets: dict[str, int]  # tensor name -> byte offset
+    buffers: list[dict] = field(default_factory=list)  # for reports: name, offset, size, first, last
+
+
+def align(n: int, to: int = ALIGN) -> int:
+    return (n + to - 1) // to * to
+
+
+def buffer_roots(g: Graph) -> dict[str, str]:
+    """Map every activation to the tensor whose buffer it uses (itself unless an alias)."""
+    root = {name: name for name in g.inputs}
+    for node in g.nodes:
+        for out in node.outputs:
+            src = node.inputs[0] if node.inputs else ""
+            root[out] = root[src] if get_op(node.op).alias and src in root else out
+    return root
+
+
+def lifetimes(g: Graph, root: dict[str, str]) -> dict[str, list[int]]:
+    life: dict[str, list[int]] = {}
+    end = len(g.nodes)
+    for name in g.inputs:
+        life[name] = [-1, -1]
+    for step, node in enumerate(g.nodes):
+        for name in node.inputs:
+            if name in root:
+                life[root[name]][1] = max(life[root[name]][1], step)
+        for out in node.outputs:
+            r = root[out]
+            life.setdefault(r, [step, step])
+            life[r][1] = max(life[r][1], step)
+    for name in g.outputs + g.inputs:
+        life[root[name]][1] = end
+    return life
+
+
+def plan_arena(g: Graph) -> ArenaPlan:
+    root = buffer_roots(g)
+    life = lifetimes(g, root)
+    sizes = {r: align(g.tensors[r].nbytes) for r in life}
+    placed: list[tuple[int, int, int, int, str]] = []  # offset, size, first, last, name
+    for name in sorted(life, key=lambda r: (-sizes[r], life[r][0], r)):
+        first, last = life[name]
+        offset = 0
+        for o, s, f, l, _ in sorted(p for p in placed if not (p[3] < first or p[2] > last)):
+            if offset + sizes[name] <= o:
+                break
+            offset = max(offset, o + s)
+        placed.append((offset, sizes[name], first, last, name))
+    offsets = {name: dict((p[4], p[0]) for p in placed)[r] for name, r in root.items()}
+    size = max((o + s for o, s, *_ in placed), default=0)
+    buffers = [{"tensor": n, "offset": o, "bytes": s, "first": f, "last": l} for o, s, f, l, n in sorted(placed)]
+    return ArenaPlan(size=align(size), offsets=offsets, buffers=buffers)
