@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Set up everything cuvil-sdk needs on Debian 12 (x86-64): toolchains, QEMU, and a
+# virtual environment (.venv) with the SDK and its test dependencies. Safe to run again:
+# it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  python3 python3-venv python3-pip gcc libc6-dev file
+  gcc-arm-none-eabi binutils-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+  stm32flash
+)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv" >&2
+  python3 -m venv .venv
+fi
+stamp=.venv/.cuvil-installed
+want="$(sha1sum pyproject.toml | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup: installing cuvil-sdk and its test dependencies into .venv" >&2
+  .venv/bin/python -m pip install -q --upgrade pip >&2
+  .venv/bin/python -m pip install -q -e ".[test]" >&2
+  echo "$want" > "$stamp"
+fi

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Quick start, command 2: set up, then run the whole test suite (unit tests in tests/,
+# board tests that build and run under QEMU in board_tests/). Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+# pytest exits 5 when it collects nothing: that is a failure here, and so is any other non-zero.
+exec .venv/bin/python -m pytest -q -ra "$@" tests board_tests
