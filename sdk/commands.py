@@ -13,7 +13,7 @@ from .boards import Board, all_boards, get_board
 from .build import artifacts, run_scons
 from .compiler import CompileRequest, StagedOutput, compile_into
 from .data import load_samples, write_outputs
-from .errors import UsageError
+from .errors import ToolError, UsageError
 from .frontend import load_model
 from .profiles import all_profiles, get_profile
 
@@ -39,7 +39,7 @@ def do_build(req: CompileRequest, out_dir: Path, jobs: int) -> dict:
     with StagedOutput(out_dir) as stage:
         info = compile_into(req, stage)
         prepare_board_sources(req.board, stage, info)
-        run_scons(stage, req.board, jobs)
+        build_checked(stage, req.board, info["name"], jobs)
         report = memory_report(req.board, stage, info)
         info.update(report)
         info["artifacts"] = artifacts(stage, out_dir, info["name"], req.board)
@@ -48,8 +48,14 @@ def do_build(req: CompileRequest, out_dir: Path, jobs: int) -> dict:
 
 
 def prepare_board_sources(board: Board, stage: Path, info: dict) -> None:
-    """Firmware boards add their harness and linker script to the generated project."""
-    if board.kind != "firmware":
+    """Firmware boards add their harness and linker script to the generated project; Linux
+    boards with a harness add src/harness.c, built beside the library, not into it."""
+    renderer = board.get("harness.renderer", "firmware" if board.kind == "firmware" else None)
+    if renderer == "linux":
+        from .codegen.linux_harness import render_linux_harness
+        render_linux_harness(board, stage, firmware_context(info))
+        return
+    if renderer != "firmware":
         return
     from .codegen.firmware import render_firmware_files
     from .compiler import write_build_spec
@@ -65,12 +71,29 @@ def firmware_context(info: dict) -> dict:
             "outputs": [{"index": t["index"], "size": t["size"], "dtype": t["dtype"]} for t in info["outputs"]]}
 
 
+def build_checked(stage: Path, board: Board, name: str, jobs: int) -> None:
+    """Run the build; a firmware link that overflows the budget regions is a BudgetError
+    naming what took the space, not a tool failure."""
+    try:
+        run_scons(stage, board, jobs)
+    except ToolError:
+        log = stage / "build" / "scons.log"
+        if board.kind == "firmware" and log.exists():
+            from .build_report import budget_error_from_link
+            budget = budget_error_from_link(log.read_text(), stage / "build" / f"{name}.map", board, name)
+            if budget is not None:
+                raise budget from None
+        raise
+
+
 def memory_report(board: Board, stage: Path, info: dict) -> dict:
     if board.kind == "firmware":
-        from .build_report import size_report
+        from .build_report import check_budget, check_no_malloc, size_report
         name = info["name"]
         build = stage / "build"
         report = size_report(build / f"{name}.elf", build / f"{name}.map", sorted(build.rglob("*.su")), board)
+        check_budget(report)
+        check_no_malloc(build / f"{name}.elf", board, sorted(build.glob(f"obj/{name}*.o")))
         return report
     lib = stage / "build" / f"lib{info['name']}.so"
     return {"arena_bytes": info["arena_bytes"], "ram_bytes": info["arena_bytes"],

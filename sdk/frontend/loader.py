@@ -110,9 +110,9 @@ def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, 
         data = numpy_helper.to_array(init)
         if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
             raise ModelError(f"tensor '{init.name}' contains NaN or Inf values")
-        if data.nbytes > board.flash_bytes:
-            raise ModelError(f"tensor '{init.name}' ({data.nbytes} bytes) is larger than the flash of board "
-                             f"'{board.name}' ({board.flash_bytes} bytes)")
+        if data.size > board.flash_bytes:  # even at one byte per value (int8) it cannot fit
+            raise ModelError(f"tensor '{init.name}' ({data.size} values) is larger than the flash of board "
+                             f"'{board.name}' ({board.flash_bytes} bytes) even as int8")
         g.tensors[init.name] = Tensor(init.name, tuple(data.shape), str(data.dtype), data)
     unknown = set(input_shapes) - {i.name for i in model.graph.input}
     if unknown:
@@ -185,9 +185,9 @@ def infer_shapes(g: Graph, board: Board) -> None:
                 continue
             t = g.tensors.get(out) or Tensor(out, ())
             t.shape = tuple(int(d) for d in shape)
-            if t.nbytes > board.ram_bytes:
-                raise ModelError(f"tensor '{out}' of node '{node.name}' ({t.nbytes} bytes) is larger than the RAM "
-                                 f"of board '{board.name}' ({board.ram_bytes} bytes)")
+            if t.size > board.ram_bytes:  # even at one byte per value (int8) it cannot fit
+                raise ModelError(f"tensor '{out}' of node '{node.name}' ({t.size} values) is larger than the RAM "
+                                 f"of board '{board.name}' ({board.ram_bytes} bytes) even as int8")
             g.tensors[out] = t
         for extra in node.outputs[len(shapes):]:
             if extra:
