@@ -1,0 +1,116 @@
+"""Run an aarch64 Linux build (rpi5, the jetson CPU path) under qemu-user.
+
+The build has build/lib<name>.so and the harness build/<name>_harness linked against it
+(rpath $ORIGIN, targets/rpi5/SConscript). The harness speaks the file protocol of
+runners/protocol.py: it reads input.bin and writes output.bin in its working folder, here a
+temporary one. The QEMU command line is board data: key run.command, with "{exe}".
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..boards import Board
+from ..errors import TargetError, ToolError
+from .progress import Progress
+from .protocol import decode_outputs, encode_inputs, output_dtype, per_input_arrays, split_outputs
+
+SECONDS_PER_SAMPLE = 5.0
+POLL_S = 0.25
+
+
+def harness_path(info: dict) -> Path:
+    """build/<name>_harness, beside the library."""
+    return Path(info["artifacts"]["so"]).parent / f"{info['name']}_harness"
+
+
+def qemu_user_command(board: Board, exe: Path) -> list[str]:
+    """The board's command line (run.command) for this executable. ToolError when QEMU or
+    the sysroot that -L names is missing, naming the Debian package to install."""
+    template = board.get("run.command")
+    if not template:
+        raise ToolError(f"board '{board.name}' has no run.command")
+    command = [str(part).replace("{exe}", str(Path(exe).resolve())) for part in template]
+    if shutil.which(command[0]) is None:
+        package = board.get("run.debian_package", command[0])
+        raise ToolError(f"{command[0]} not found: install the Debian package {package}")
+    if "-L" in command[:-1]:
+        sysroot = Path(command[command.index("-L") + 1])
+        if not sysroot.is_dir():
+            package = board.get("run.sysroot_package", "libc6-arm64-cross")
+            raise ToolError(f"the sysroot {sysroot} for {command[0]} -L does not exist: install the Debian "
+                            f"package {package}")
+    return command
+
+
+def _failure_line(stderr: str) -> str:
+    """The harness's own ERROR line, else what QEMU said last."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith("ERROR"):
+            return line
+    return lines[-1] if lines else "no message"
+
+
+def run_harness(board: Board, exe: Path, data: bytes, samples: int, bytes_per_sample: int,
+                timeout_s: float, progress: bool = False) -> bytes:
+    """Run the harness on input.bin = data in a temporary folder; return output.bin."""
+    exe = Path(exe)
+    if not exe.is_file():
+        raise ToolError(f"no harness executable at {exe} (the build did not make it)")
+    command = qemu_user_command(board, exe)
+    with tempfile.TemporaryDirectory(prefix="cuvil-qemu-user-") as tmp:
+        work = Path(tmp)
+        (work / "input.bin").write_bytes(data)
+        output = work / "output.bin"
+        with open(work / "stderr.txt", "wb") as err_file, Progress("running", samples, progress) as bar:
+            # A session of its own, so that a timeout kills QEMU and anything it started.
+            proc = subprocess.Popen(command, cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=err_file, start_new_session=True)
+            deadline = time.monotonic() + timeout_s
+            while proc.poll() is None:
+                if time.monotonic() > deadline:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    raise TargetError(f"harness {exe.name} hung: no exit after {timeout_s:g} s under "
+                                      f"{command[0]} (killed)")
+                time.sleep(POLL_S)
+                if progress and output.exists() and bytes_per_sample:
+                    while bar.done < min(samples, output.stat().st_size // bytes_per_sample):
+                        bar.step()
+            if proc.returncode == 0:
+                while bar.done < samples:
+                    bar.step()
+        stderr = (work / "stderr.txt").read_text(errors="replace")
+        if proc.returncode != 0:
+            line = _failure_line(stderr)
+            if line.startswith(f"{Path(command[0]).name}:"):  # e.g. the loader is missing
+                raise ToolError(f"{command[0]} could not run {exe.name}: {line}")
+            how = f"exit code {proc.returncode}" if proc.returncode > 0 else f"signal {-proc.returncode}"
+            raise TargetError(f"harness {exe.name} failed ({how}): {line}")
+        if not output.exists():
+            raise TargetError(f"harness {exe.name} exited 0 but wrote no output.bin")
+        return output.read_bytes()
+
+
+def run_on_qemu_user(board: Board, info: dict, samples: list[dict[str, np.ndarray]], progress: bool) -> dict:
+    """Run every sample through the build's harness under qemu-aarch64.
+
+    Returns {"outputs": per sample {output name: float array shaped as the output,
+    dequantized for int8 builds}, "instructions": None, "raw": one (N, size) array per
+    output, int8 (or float32 for float builds)}."""
+    data = encode_inputs(per_input_arrays(info, samples))
+    dtype = output_dtype(info)
+    sizes = [t["size"] for t in info["outputs"]]
+    timeout = 30.0 + SECONDS_PER_SAMPLE * len(samples)
+    output = run_harness(board, harness_path(info), data, len(samples), sum(sizes) * dtype.itemsize, timeout,
+                         progress)
+    raw = split_outputs(output, len(samples), sizes, dtype)
+    return {"outputs": decode_outputs(info, raw, len(samples)), "instructions": None, "raw": raw}
