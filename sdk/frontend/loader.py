@@ -40,10 +40,12 @@ def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[st
     check_external_data(model, path.parent)
     load_external_data(model, path.parent)
     refuse_control_flow(model, profile)
+    refuse_broken_graph(model)
     try:
         onnx.checker.check_model(model, full_check=True)
     except Exception as exc:
-        raise ModelError(f"the ONNX checker rejects '{path.name}': {first_line(exc)}") from None
+        # the checker's messages span lines (node dumps): keep them whole, on one line
+        raise ModelError(f"the ONNX checker rejects '{path.name}': {' '.join(str(exc).split())[:300]}") from None
     model = upgrade_opset(model)
     refuse_unsupported(model)
     graph = to_ir(model, path.stem, input_shapes, board)
@@ -59,6 +61,43 @@ def refuse_control_flow(model: onnx.ModelProto, profile: Profile) -> None:
         if node.op_type in CONTROL_FLOW_OPS:
             rule = "" if profile.allow_control_flow else f" (the '{profile.name}' profile forbids control flow)"
             raise ModelError(f"node '{node.name or node.op_type}' ({node.op_type}): control flow is not supported{rule}")
+
+
+def refuse_broken_graph(model: onnx.ModelProto) -> None:
+    """Inputs that nothing produces and cycles, named here: the checker would only say
+    that the nodes are not sorted."""
+    nodes = list(model.graph.node)
+    ready = {i.name for i in model.graph.input} | {t.name for t in model.graph.initializer} | {""}
+    producer = {o: k for k, n in enumerate(nodes) for o in n.output if o}
+    name = [n.name or f"{n.op_type}_{k}" for k, n in enumerate(nodes)]
+    waiting_for, consumers = [], {}
+    for k, n in enumerate(nodes):
+        waits = {i for i in n.input if i not in ready}
+        for inp in waits:
+            if inp not in producer:
+                raise ModelError(f"node '{name[k]}' reads tensor '{inp}', which no node, input or "
+                                 f"initializer produces")
+            consumers.setdefault(inp, []).append(k)
+        waiting_for.append(len(waits))
+    queue = [k for k, count in enumerate(waiting_for) if count == 0]
+    for k in queue:  # Kahn's algorithm; the queue grows while it is walked
+        for out in nodes[k].output:
+            if out and out not in ready:
+                ready.add(out)
+                for c in consumers.get(out, []):
+                    waiting_for[c] -= 1
+                    if waiting_for[c] == 0:
+                        queue.append(c)
+    if len(queue) < len(nodes):  # every node left waits on another one left: follow them round
+        k = next(k for k, count in enumerate(waiting_for) if count > 0)
+        path: list[tuple[int, str]] = []
+        while k not in [p for p, _ in path]:
+            tensor = next(i for i in nodes[k].input if i not in ready)
+            path.append((k, tensor))
+            k = producer[tensor]
+        cycle = path[[p for p, _ in path].index(k):]
+        steps = ", ".join(f"node '{name[p]}' reads '{t}'" for p, t in cycle)
+        raise ModelError(f"the graph has a cycle: {steps}, which depends on its own output")
 
 
 def refuse_unsupported(model: onnx.ModelProto) -> None:
@@ -120,12 +159,22 @@ def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, 
     for inp in model.graph.input:
         if inp.name in g.tensors:
             continue
-        g.tensors[inp.name] = Tensor(inp.name, fixed_input_shape(inp, input_shapes), input_dtype(inp))
+        t = Tensor(inp.name, fixed_input_shape(inp, input_shapes), input_dtype(inp))
+        if t.size > board.ram_bytes:  # even at one byte per value (int8) it cannot fit
+            raise ModelError(f"input '{inp.name}' ({t.size} values) is larger than the RAM of board "
+                             f"'{board.name}' ({board.ram_bytes} bytes) even as int8")
+        g.tensors[inp.name] = t
         g.inputs.append(inp.name)
     for i, n in enumerate(model.graph.node):
         node_name = n.name or f"{n.op_type}_{i}"
         if n.op_type == "Constant":
             data = constant_value(n)
+            if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
+                raise ModelError(f"tensor '{n.output[0]}' of Constant node '{node_name}' contains NaN or Inf values")
+            if data.size > board.flash_bytes:  # even at one byte per value (int8) it cannot fit
+                raise ModelError(f"tensor '{n.output[0]}' of Constant node '{node_name}' ({data.size} values) is "
+                                 f"larger than the flash of board '{board.name}' ({board.flash_bytes} bytes) "
+                                 f"even as int8")
             g.tensors[n.output[0]] = Tensor(n.output[0], tuple(data.shape), str(data.dtype), data)
             continue
         for inp in n.input:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Iterator
 
 import onnx
 from onnx.external_data_helper import ExternalDataInfo, uses_external_data
@@ -29,11 +30,26 @@ def read_model_file(path: Path) -> onnx.ModelProto:
     return model
 
 
+def all_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
+    """Initializers and tensors in node attributes (Constant values), subgraphs included:
+    everything that onnx.load_external_data_for_model would read."""
+    yield from graph.initializer
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            if attr.HasField("g"):
+                yield from all_tensors(attr.g)
+            for sub in attr.graphs:
+                yield from all_tensors(sub)
+
+
 def check_external_data(model: onnx.ModelProto, model_dir: Path) -> None:
     """External data must be plain files inside the model's folder: no '..', no absolute
     paths, no symlinks leading out of it."""
     root = model_dir.resolve()
-    for tensor in model.graph.initializer:
+    for tensor in all_tensors(model.graph):
         if not uses_external_data(tensor):
             continue
         location = ExternalDataInfo(tensor).location

@@ -29,8 +29,10 @@ class FullyConnected(OpDef):
         return int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]
 
     def float_weight_bias(self, node: Node, g: Graph) -> tuple[np.ndarray, np.ndarray]:
-        w = self.weight_nk(node, g.const(node.inputs[1]).astype(np.float64))
-        b = g.const(node.inputs[2]).astype(np.float64) if optional_input(node, 2) else np.zeros(w.shape[0])
+        # Gemm's alpha and beta (1 once constant folding has folded them into B and C)
+        alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
+        w = self.weight_nk(node, g.const(node.inputs[1]).astype(np.float64)) * alpha
+        b = g.const(node.inputs[2]).astype(np.float64) * beta if optional_input(node, 2) else np.zeros(w.shape[0])
         return w, np.broadcast_to(b.reshape(-1), (w.shape[0],))
 
     def run_float(self, node, g, xs):
@@ -39,6 +41,8 @@ class FullyConnected(OpDef):
         return [apply_fused_float(node, y.astype(np.float32))]
 
     def quantize(self, node, g):
+        require(float(node.attrs.get("alpha", 1.0)) == 1.0 and float(node.attrs.get("beta", 1.0)) == 1.0, node,
+                "alpha and beta must be folded into B and C (by constant folding) before quantization")
         quantize_weighted(node, g, axis=self.out_axis(node))
 
     def run_int(self, node, g, xs):
@@ -76,8 +80,6 @@ class Gemm(FullyConnected):
             c = const_input(g, node, 2, "C")
             n = b.shape[0] if self.attr(node, "transB") else b.shape[1]
             require(c.size in (1, n), node, f"C must broadcast over the {n} outputs only")
-        require(self.attr(node, "alpha") == 1.0 and self.attr(node, "beta") == 1.0, node,
-                "alpha and beta must be 1 (constant folding folds them into B and C)")
 
     def out_axis(self, node):
         return 0 if self.attr(node, "transB") else 1

@@ -115,7 +115,9 @@ class MaxPool(Pool):
 
     def run_int(self, node, g, xs):
         last = bool(self.attr(node, "channels_last"))
-        y = self.windows(node, g, to_nchw(xs[0], last).astype(np.int16), -32768).max(axis=(2, 3))
+        # pad with -128, as the C kernel starts its max: a window that is all padding
+        # (pads >= kernel) gives -128 there, not -32768 wrapped to 0 by the int8 cast
+        y = self.windows(node, g, to_nchw(xs[0], last).astype(np.int16), -128).max(axis=(2, 3))
         return [from_nchw(y.astype(np.int8), last)]
 
     def lower(self, node, g, precision):

@@ -71,7 +71,9 @@ class Flatten(Alias):
 
     def infer(self, node, g):
         src = g.tensors[node.inputs[0]].shape
-        axis = self.attr(node, "axis") % (len(src) + 1) if len(src) else 0
+        axis = self.attr(node, "axis")
+        require(-len(src) <= axis <= len(src), node, f"axis {axis} is out of range for rank {len(src)}")
+        axis = axis + len(src) if axis < 0 else axis  # ONNX: a negative axis counts from rank, not rank + 1
         return [(int(np.prod(src[:axis], dtype=np.int64)), int(np.prod(src[axis:], dtype=np.int64)))]
 
 

@@ -1,0 +1,10 @@
+"""Serial flashing through the STM32 ROM bootloader's USART protocol (ST AN3155).
+
+- `image`: firmware files (.bin, Intel .hex) and the board's flash geometry.
+- `an3155`: the host side of the protocol over pyserial.
+- `command`: `flash_command`, what `cuvil-sdk flash` runs.
+- `simulator`: the device side, in Python, with fault injection, for tests.
+"""
+from .command import flash_command
+
+__all__ = ["flash_command"]
