@@ -107,6 +107,8 @@ class StagedOutput:
         if self.final.exists() and not (self.final / "manifest.json").exists() and any(self.final.iterdir()):
             raise UsageError(f"output folder '{self.final}' exists and was not made by cuvil-sdk; choose another -o")
         shutil.rmtree(self.partial, ignore_errors=True)
+        # remember which parent folders we create, so a failure can remove them again
+        self.created = [p for p in reversed(self.partial.parents) if not p.exists()]
         self.partial.mkdir(parents=True)
         return self.partial
 
@@ -116,6 +118,9 @@ class StagedOutput:
             self.partial.rename(self.final)
         else:
             shutil.rmtree(self.partial, ignore_errors=True)
+            for parent in reversed(self.created):
+                if parent.is_dir() and not any(parent.iterdir()):
+                    parent.rmdir()
         return False
 
 
