@@ -1,0 +1,865 @@
+"""Shared one-op kernel cases for the bit-exactness board tests (test_kernels_host.py,
+test_kernels_m7.py): "int8 C output equals the numpy integer reference bit for bit, per op
+and per model".
+
+A case is one small ONNX subgraph (one op, sometimes with the op it fuses into or a
+Reshape that gives it a batch of 2) with its own inputs and one output (the `network`
+case has several). Many cases are put side by side into ONE multi-input, multi-output
+ONNX model, so that one build (and one QEMU run) checks them all; each case's weights
+come from a generator seeded by the case's name, so a case has the same weights whatever
+model it is put in.
+
+The reference side runs the same pipeline as `compile` in Python, stage by stage
+(frontend -> passes -> calibrate -> quantize_graph) on the same calibration file, and the
+test compares the built artifact with `cuvil_sdk.reference` on that graph.
+"""
+from __future__ import annotations
+
+import sys
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = Path(__file__).resolve().parents[1]
+try:  # the installed package (pip install [-e] .)
+    import cuvil_sdk  # noqa: F401
+except ModuleNotFoundError:  # a plain checkout: the package is the sdk/ folder
+    sys.path.insert(0, str(ROOT))
+    import sdk
+
+    sys.modules["cuvil_sdk"] = sdk
+
+from cuvil_sdk.boards import get_board  # noqa: E402
+from cuvil_sdk.commands import do_build  # noqa: E402
+from cuvil_sdk.compiler import CompileRequest  # noqa: E402
+from cuvil_sdk.data import load_samples  # noqa: E402
+from cuvil_sdk.frontend import load_model  # noqa: E402
+from cuvil_sdk.ir import Graph  # noqa: E402
+from cuvil_sdk.passes import optimize  # noqa: E402
+from cuvil_sdk.profiles import get_profile  # noqa: E402
+from cuvil_sdk.quant.calibrate import calibrate  # noqa: E402
+from cuvil_sdk.quant.quantize import needs_calibration, quantize_graph  # noqa: E402
+from cuvil_sdk.quant.requant import dequantize  # noqa: E402
+
+OPSET = 14  # HardSwish needs 14; the frontend upgrades anything below 13
+CALIB_SAMPLES = 16
+DEFAULT_RANGE = (-1.0, 2.0)  # asymmetric: non-zero zero points everywhere
+
+
+# --- building one case --------------------------------------------------------------------
+class Builder:
+    """Collects the nodes and initializers of one case; names are prefixed by the case id."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.rng = np.random.default_rng(zlib.crc32(prefix.encode()))
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self._count = 0
+
+    def fresh(self, hint: str) -> str:
+        self._count += 1
+        return f"{self.prefix}_{hint}{self._count}"
+
+    def const(self, value, hint: str = "c", dtype=np.float32) -> str:
+        name = self.fresh(hint)
+        self.inits.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        return name
+
+    def randn(self, shape: Sequence[int], std: float = 1.0) -> np.ndarray:
+        return (self.rng.standard_normal(tuple(shape)) * std).astype(np.float32)
+
+    def op(self, op_type: str, inputs: Sequence[str], **attrs) -> str:
+        out = self.fresh(op_type.lower())
+        self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=self.fresh(op_type), **attrs))
+        return out
+
+    # composite helpers
+    def conv(self, x: str, cin: int, cout: int, kernel: Sequence[int], group: int = 1, bias: bool = True,
+             **attrs) -> str:
+        kh, kw = kernel
+        fan_in = cin // group * kh * kw
+        w = self.const(self.randn((cout, cin // group, kh, kw), 1.0 / np.sqrt(fan_in)), "w")
+        inputs = [x, w]
+        if bias:
+            inputs.append(self.const(self.randn((cout,), 0.3), "b"))
+        return self.op("Conv", inputs, group=group, kernel_shape=[kh, kw], **attrs)
+
+    def gemm(self, x: str, k: int, n: int, trans_b: int = 1, bias: str | None = "vector") -> str:
+        w = self.randn((n, k) if trans_b else (k, n), 1.0 / np.sqrt(k))
+        inputs = [x, self.const(w, "w")]
+        if bias == "vector":
+            inputs.append(self.const(self.randn((n,), 0.3), "b"))
+        elif bias == "scalar":
+            inputs.append(self.const(self.randn((1,), 0.3), "b"))
+        return self.op("Gemm", inputs, transB=trans_b)
+
+    def matmul(self, x: str, k: int, n: int) -> str:
+        return self.op("MatMul", [x, self.const(self.randn((k, n), 1.0 / np.sqrt(k)), "w")])
+
+    def reshape(self, x: str, shape: Sequence[int]) -> str:
+        return self.op("Reshape", [x, self.const(np.array(shape), "shape", np.int64)])
+
+    def clip(self, x: str, lo: float, hi: float) -> str:
+        return self.op("Clip", [x, self.const(lo, "lo"), self.const(hi, "hi")])
+
+    # QDQ: imposed scales (the `qdq_` cases use powers of two, so requantization ties are common)
+    def qdq(self, x: str, scale: float, zero_point: int = 0) -> str:
+        """QuantizeLinear -> DequantizeLinear: the tensor x gets this int8 scale and zero point."""
+        s, z = self.const(scale, "s"), self.const(zero_point, "zp", np.int8)
+        return self.op("DequantizeLinear", [self.op("QuantizeLinear", [x, s, z]), s, z])
+
+    def qconst(self, codes: np.ndarray, scale: float) -> str:
+        """A constant given as int8 codes (zero point 0) and a DequantizeLinear."""
+        raw = self.const(codes, "q", np.int8)
+        return self.op("DequantizeLinear", [raw, self.const(scale, "s"), self.const(0, "zp", np.int8)])
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    inputs: tuple[tuple[int, ...], ...]
+    make: Callable[[Builder, list[str]], str | list[str]]
+    ranges: tuple[tuple[float, float], ...] = ()  # calibration range per input (default DEFAULT_RANGE)
+    doc: str = ""
+
+    def input_range(self, i: int) -> tuple[float, float]:
+        return self.ranges[i] if i < len(self.ranges) else DEFAULT_RANGE
+
+
+CASES: dict[str, Case] = {}
+
+
+def case(*inputs: tuple[int, ...], ranges: tuple[tuple[float, float], ...] = ()):
+    """Register the decorated function as the case named after it."""
+    def register(fn):
+        assert fn.__name__ not in CASES, fn.__name__
+        CASES[fn.__name__] = Case(fn.__name__, tuple(inputs), fn, ranges, (fn.__doc__ or "").strip())
+        return fn
+    return register
+
+
+# --- Conv ---------------------------------------------------------------------------------
+@case((1, 5, 7, 9))
+def conv_1x1(b, x):
+    return b.conv(x[0], 5, 7, (1, 1))
+
+
+@case((1, 3, 7, 9))
+def conv_3x3_pad1(b, x):
+    return b.conv(x[0], 3, 13, (3, 3), pads=[1, 1, 1, 1])
+
+
+@case((1, 5, 9, 7))
+def conv_3x3_stride2(b, x):
+    return b.conv(x[0], 5, 7, (3, 3), strides=[2, 2])
+
+
+@case((1, 7, 7, 9))
+def conv_1x3_pad(b, x):
+    return b.conv(x[0], 7, 5, (1, 3), pads=[0, 1, 0, 1])
+
+
+@case((1, 5, 9, 7))
+def conv_3x1_stride21(b, x):
+    return b.conv(x[0], 5, 3, (3, 1), strides=[2, 1], pads=[1, 0, 1, 0])
+
+
+@case((1, 3, 11, 9))
+def conv_5x2_asym_pads(b, x):
+    """pads (top, left, bottom, right) all different, strides (1, 2)"""
+    return b.conv(x[0], 3, 7, (5, 2), strides=[1, 2], pads=[2, 0, 1, 1])
+
+
+@case((1, 5, 9, 11))
+def conv_3x3_dilation2(b, x):
+    return b.conv(x[0], 5, 7, (3, 3), dilations=[2, 2], pads=[2, 1, 0, 2])
+
+
+@case((1, 4, 9, 8))
+def conv_dilation_stride(b, x):
+    return b.conv(x[0], 4, 5, (2, 3), dilations=[2, 1], strides=[2, 2], pads=[1, 1, 1, 0])
+
+
+@case((1, 9, 7, 9))
+def conv_grouped3(b, x):
+    """9 -> 15 channels in 3 groups"""
+    return b.conv(x[0], 9, 15, (3, 3), group=3, pads=[1, 1, 1, 1])
+
+
+@case((1, 6, 7, 7))
+def conv_grouped2_1x1(b, x):
+    return b.conv(x[0], 6, 4, (1, 1), group=2)
+
+
+@case((1, 7, 9, 7))
+def conv_depthwise_s2(b, x):
+    return b.conv(x[0], 7, 7, (3, 3), group=7, strides=[2, 2], pads=[1, 1, 1, 1])
+
+
+@case((1, 5, 7, 9))
+def conv_depthwise_mult2(b, x):
+    """depthwise with channel multiplier 2, asymmetric pads"""
+    return b.conv(x[0], 5, 10, (3, 3), group=5, pads=[0, 1, 2, 1])
+
+
+@case((1, 13, 7, 9))
+def conv_depthwise_5x5_relu(b, x):
+    return b.op("Relu", [b.conv(x[0], 13, 13, (5, 5), group=13, pads=[2, 2, 2, 2])])
+
+
+@case((1, 3, 7, 9))
+def conv_relu_fused(b, x):
+    return b.op("Relu", [b.conv(x[0], 3, 5, (3, 3), pads=[1, 1, 1, 1])])
+
+
+@case((1, 5, 7, 9))
+def conv_clip6_fused(b, x):
+    return b.clip(b.conv(x[0], 5, 7, (3, 3), strides=[2, 2], pads=[1, 1, 1, 1]), 0.0, 6.0)
+
+
+@case((1, 5, 7, 9))
+def conv_clip_narrow_fused(b, x):
+    """a fused clamp that cuts both sides of the calibrated range"""
+    return b.clip(b.conv(x[0], 5, 3, (1, 1)), -0.3, 0.4)
+
+
+@case((1, 5, 7, 9))
+def conv_no_bias(b, x):
+    return b.conv(x[0], 5, 6, (2, 2), bias=False, strides=[2, 2])
+
+
+@case((1, 3, 7, 9))
+def conv_same_upper_s2(b, x):
+    return b.conv(x[0], 3, 5, (3, 4), strides=[2, 2], auto_pad="SAME_UPPER")
+
+
+@case((1, 3, 7, 9))
+def conv_same_lower(b, x):
+    return b.conv(x[0], 3, 4, (2, 2), auto_pad="SAME_LOWER")
+
+
+@case((1, 5, 5, 5))
+def conv_full_window(b, x):
+    """the kernel covers the whole input: 1x1 output (its Transposes become Reshapes)"""
+    return b.conv(x[0], 5, 7, (5, 5))
+
+
+@case((1, 32, 5, 6))
+def conv_deep_3x3(b, x):
+    return b.conv(x[0], 32, 9, (3, 3), pads=[1, 1, 1, 1])
+
+
+@case((1, 2, 3, 7, 9))
+def conv_batch2(b, x):
+    """a batch of 2 (the kernels' batch loop), through a Reshape of the input"""
+    return b.conv(b.reshape(x[0], [2, 3, 7, 9]), 3, 5, (3, 3), strides=[2, 1], pads=[1, 0, 1, 2])
+
+
+@case((1, 3, 5, 6))
+def conv_pad_ge_kernel(b, x):
+    """pads as large as the kernel: some windows are all padding (output = bias)"""
+    return b.conv(x[0], 3, 4, (2, 2), strides=[2, 2], pads=[3, 2, 2, 3])
+
+
+# --- Gemm / MatMul --------------------------------------------------------------------------
+@case((1, 37))
+def gemm_transb(b, x):
+    return b.gemm(x[0], 37, 13, trans_b=1)
+
+
+@case((1, 17))
+def gemm_kn_scalar_bias(b, x):
+    return b.gemm(x[0], 17, 11, trans_b=0, bias="scalar")
+
+
+@case((1, 23))
+def gemm_no_bias(b, x):
+    return b.gemm(x[0], 23, 7, bias=None)
+
+
+@case((1, 29))
+def gemm_relu_fused(b, x):
+    return b.op("Relu", [b.gemm(x[0], 29, 9)])
+
+
+@case((1, 3, 19))
+def gemm_rows3(b, x):
+    return b.gemm(b.reshape(x[0], [3, 19]), 19, 5)
+
+
+@case((1, 3, 21))
+def matmul_3d(b, x):
+    return b.matmul(x[0], 21, 9)
+
+
+@case((1, 15))
+def matmul_2d(b, x):
+    return b.matmul(x[0], 15, 4)
+
+
+# --- Add / Mul --------------------------------------------------------------------------------
+@case((1, 5, 7, 9), (1, 5, 7, 9), ranges=((-1.0, 2.0), (-3.0, 0.5)))
+def add_same_shape(b, x):
+    return b.op("Add", x)
+
+
+@case((1, 5, 7, 9), (1, 5, 1, 1), ranges=((-1.0, 1.0), (-0.2, 0.7)))
+def add_bcast_channel(b, x):
+    return b.op("Add", x)
+
+
+@case((1, 1, 7, 9), (1, 5, 7, 1))
+def add_bcast_both(b, x):
+    """both operands broadcast"""
+    return b.op("Add", x)
+
+
+@case((1, 5, 7, 9), (1, 9), ranges=((-1.0, 2.0), (-2.0, 0.0)))
+def add_rank_mismatch(b, x):
+    """a 2-D operand broadcast against a 4-D one"""
+    return b.op("Add", x)
+
+
+@case((1, 5, 7, 9))
+def add_const_per_channel(b, x):
+    return b.op("Add", [x[0], b.const(b.randn((5, 1, 1)))])
+
+
+@case((1, 13))
+def add_const_vector(b, x):
+    return b.op("Add", [b.const(b.randn((13,))), x[0]])
+
+
+@case((1, 5, 7, 9), (1, 5, 7, 9))
+def add_relu_fused(b, x):
+    return b.op("Relu", [b.op("Add", x)])
+
+
+@case((1, 3, 7, 9))
+def add_const_after_conv(b, x):
+    """per-channel constant on a channels-last tensor (the layout pass permutes it)"""
+    return b.op("Add", [b.conv(x[0], 3, 5, (3, 3), pads=[1, 1, 1, 1]), b.const(b.randn((1, 5, 1, 1)))])
+
+
+@case((1, 3, 7, 9))
+def add_residual(b, x):
+    y = b.conv(x[0], 3, 3, (3, 3), pads=[1, 1, 1, 1])
+    return b.op("Add", [y, b.conv(x[0], 3, 3, (1, 1))])
+
+
+@case((1, 5, 7, 9), (1, 5, 7, 9), ranges=((-1.0, 2.0), (-0.5, 0.5)))
+def mul_same_shape(b, x):
+    return b.op("Mul", x)
+
+
+@case((1, 5, 7, 9), (1, 1, 1, 9))
+def mul_bcast_last(b, x):
+    return b.op("Mul", x)
+
+
+@case((1, 5, 7, 9))
+def mul_square(b, x):
+    """both operands are the same tensor"""
+    return b.op("Mul", [x[0], x[0]])
+
+
+@case((1, 5, 7, 9))
+def mul_const_per_channel(b, x):
+    return b.op("Mul", [x[0], b.const(b.randn((1, 5, 1, 1)))])
+
+
+@case((1, 7, 5))
+def mul_const_scalar(b, x):
+    return b.op("Mul", [x[0], b.const(-1.7)])
+
+
+@case((1, 3, 7, 9))
+def mul_const_after_conv(b, x):
+    return b.op("Mul", [b.conv(x[0], 3, 5, (1, 1)), b.const(b.randn((5, 1, 1)))])
+
+
+# --- pooling ----------------------------------------------------------------------------------
+@case((1, 5, 7, 9))
+def maxpool_2x2_s2(b, x):
+    return b.op("MaxPool", x, kernel_shape=[2, 2], strides=[2, 2])
+
+
+@case((1, 7, 9, 7))
+def maxpool_3x3_s2_pad1(b, x):
+    return b.op("MaxPool", x, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+
+
+@case((1, 3, 8, 9))
+def maxpool_ceil(b, x):
+    return b.op("MaxPool", x, kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+
+
+@case((1, 5, 7, 9))
+def maxpool_2x3_asym(b, x):
+    return b.op("MaxPool", x, kernel_shape=[2, 3], strides=[1, 2], pads=[0, 1, 1, 0])
+
+
+@case((1, 5, 7, 9))
+def maxpool_relu(b, x):
+    """Relu after MaxPool: not fused, a standalone lookup table"""
+    return b.op("Relu", [b.op("MaxPool", x, kernel_shape=[2, 2], strides=[2, 2])])
+
+
+@case((1, 5, 7, 9), ranges=((-3.0, 2.0),))
+def maxpool_clip(b, x):
+    return b.clip(b.op("MaxPool", x, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), -1.0, 1.5)
+
+
+@case((1, 2, 3, 7, 9))
+def maxpool_batch2(b, x):
+    return b.op("MaxPool", [b.reshape(x[0], [2, 3, 7, 9])], kernel_shape=[3, 2], strides=[2, 2], pads=[1, 0, 0, 1])
+
+
+@case((1, 3, 5, 6))
+def maxpool_pad_ge_kernel(b, x):
+    """windows that are all padding give -128"""
+    return b.op("MaxPool", x, kernel_shape=[2, 2], strides=[2, 2], pads=[2, 2, 2, 2])
+
+
+@case((1, 5, 7, 9))
+def avgpool_3x3_pad1(b, x):
+    return b.op("AveragePool", x, kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+
+
+@case((1, 5, 7, 9))
+def avgpool_include_pad(b, x):
+    return b.op("AveragePool", x, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1)
+
+
+@case((1, 3, 7, 9))
+def avgpool_ceil(b, x):
+    return b.op("AveragePool", x, kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+
+
+@case((1, 3, 8, 7))
+def avgpool_ceil_include_pad(b, x):
+    return b.op("AveragePool", x, kernel_shape=[3, 2], strides=[2, 2], pads=[1, 0, 0, 1], ceil_mode=1,
+                count_include_pad=1)
+
+
+@case((1, 3, 8, 6))
+def avgpool_ceil_include_pad_all_sides(b, x):
+    """ceil_mode windows that run past a non-zero end pad: the count stops at the pad"""
+    return b.op("AveragePool", x, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1,
+                count_include_pad=1)
+
+
+@case((1, 5, 7, 9))
+def avgpool_same_upper(b, x):
+    return b.op("AveragePool", x, kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")
+
+
+@case((1, 3, 2, 2))
+def avgpool_kernel_over_input(b, x):
+    """a 3x3 window on a 2x2 input, ceil_mode"""
+    return b.op("AveragePool", x, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)
+
+
+@case((1, 3, 5, 6))
+def avgpool_pad_ge_kernel_include_pad(b, x):
+    return b.op("AveragePool", x, kernel_shape=[2, 2], strides=[2, 2], pads=[2, 2, 2, 2], count_include_pad=1)
+
+
+@case((1, 13, 7, 9))
+def global_avgpool(b, x):
+    return b.op("GlobalAveragePool", x)
+
+
+@case((1, 3, 16, 16))
+def global_avgpool_256(b, x):
+    return b.op("GlobalAveragePool", x)
+
+
+# --- data movement ------------------------------------------------------------------------------
+@case((1, 3, 5, 7), (1, 5, 5, 7), ranges=((-1.0, 1.0), (-4.0, 0.5)))
+def concat_channels(b, x):
+    """two inputs with different scales, requantized to the output's"""
+    return b.op("Concat", x, axis=1)
+
+
+@case((1, 3, 5, 7), (1, 3, 5, 4), ranges=((-0.1, 0.3), (-2.0, 2.0)))
+def concat_last_axis(b, x):
+    return b.op("Concat", x, axis=-1)
+
+
+@case((1, 7), (1, 13), ranges=((0.0, 1.0), (-8.0, -1.0)))
+def concat_2d(b, x):
+    return b.op("Concat", x, axis=1)
+
+
+@case((1, 3), (1, 3), ranges=((-1.0, 1.0), (0.0, 3.0)))
+def concat_batch_axis(b, x):
+    return b.op("Concat", x, axis=0)
+
+
+@case((1, 5, 7))
+def concat_same_input_twice(b, x):
+    return b.op("Concat", [x[0], x[0]], axis=1)
+
+
+@case((1, 3, 7, 9))
+def concat_convs(b, x):
+    return b.op("Concat", [b.conv(x[0], 3, 4, (3, 3), pads=[1, 1, 1, 1]), b.conv(x[0], 3, 5, (1, 1))], axis=1)
+
+
+@case((1, 5, 7, 9))
+def pad_asym(b, x):
+    return b.op("Pad", [x[0], b.const(np.array([0, 1, 2, 0, 0, 2, 1, 3]), "pads", np.int64)])
+
+
+@case((1, 5, 7, 9))
+def pad_value(b, x):
+    return b.op("Pad", [x[0], b.const(np.array([0, 0, 1, 1, 0, 0, 2, 0]), "pads", np.int64), b.const(0.5)])
+
+
+@case((1, 9))
+def pad_2d(b, x):
+    return b.op("Pad", [x[0], b.const(np.array([0, 2, 0, 3]), "pads", np.int64), b.const(-0.25)])
+
+
+@case((1, 5, 7))
+def pad_3d_batch_axis(b, x):
+    return b.op("Pad", [x[0], b.const(np.array([1, 0, 2, 0, 3, 0]), "pads", np.int64)])
+
+
+@case((1, 5, 7, 9))
+def transpose_nhwc(b, x):
+    return b.op("Transpose", x, perm=[0, 2, 3, 1])
+
+
+@case((1, 5, 7, 9))
+def transpose_0213(b, x):
+    return b.op("Transpose", x, perm=[0, 2, 1, 3])
+
+
+@case((1, 5, 7, 9))
+def transpose_0321(b, x):
+    return b.op("Transpose", x, perm=[0, 3, 2, 1])
+
+
+@case((1, 5, 7))
+def transpose_3d(b, x):
+    return b.op("Transpose", x, perm=[0, 2, 1])
+
+
+# --- activations and softmax -------------------------------------------------------------------
+@case((1, 5, 7, 9))
+def relu(b, x):
+    return b.op("Relu", x)
+
+
+@case((1, 5, 7, 9))
+def clip_standalone(b, x):
+    return b.clip(x[0], -0.5, 1.0)
+
+
+@case((1, 5, 7, 9), ranges=((-3.0, 1.0),))
+def leaky_relu(b, x):
+    return b.op("LeakyRelu", x, alpha=0.1)
+
+
+@case((1, 5, 7, 9), ranges=((-6.0, 6.0),))
+def sigmoid(b, x):
+    return b.op("Sigmoid", x)
+
+
+@case((1, 5, 7, 9), ranges=((-5.0, 5.0),))
+def hardswish(b, x):
+    return b.op("HardSwish", x)
+
+
+@case((1, 5, 7, 9), ranges=((-3.0, 2.0),))
+def tanh(b, x):
+    return b.op("Tanh", x)
+
+
+@case((1, 10), ranges=((-4.0, 4.0),))
+def softmax_2d(b, x):
+    return b.op("Softmax", x, axis=-1)
+
+
+@case((1, 3, 7), ranges=((-8.0, 3.0),))
+def softmax_rows(b, x):
+    return b.op("Softmax", x, axis=2)
+
+
+@case((1, 5, 7, 9))
+def softmax_4d(b, x):
+    return b.op("Softmax", x)
+
+
+@case((1, 19))
+def softmax_after_gemm(b, x):
+    return b.op("Softmax", [b.gemm(x[0], 19, 10)])
+
+
+# --- QDQ models with power-of-two scales: many exact requantization ties ------------------
+# With every ratio of scales a power of two, the requantization multiplier is 2^30 and
+# (acc * M + 2^(S-1)) >> S lands exactly on .5 for a good share of the outputs: these cases
+# check that every kernel rounds ties as the reference does (half toward +inf).
+def p2(k: int) -> float:
+    return 2.0 ** -k
+
+
+@case((1, 2, 7, 9), ranges=((-4.0, 4.0),))
+def qdq_conv_ties(b, x):
+    """requant ratio 2^-11 / 2^-6 = 2^-5: ties when acc % 32 == 16"""
+    w = b.qconst(b.rng.integers(-3, 4, (4, 2, 3, 3)), p2(6))
+    y = b.op("Conv", [b.qdq(x[0], p2(5)), w, b.const(b.randn((4,), 0.1), "b")], kernel_shape=[3, 3],
+             pads=[1, 1, 1, 1])
+    return b.qdq(y, p2(6))
+
+
+@case((1, 5, 7, 9), ranges=((-4.0, 4.0),))
+def qdq_depthwise_ties(b, x):
+    w = b.qconst(b.rng.integers(-5, 6, (5, 1, 3, 3)), p2(6))
+    y = b.op("Conv", [b.qdq(x[0], p2(5)), w], kernel_shape=[3, 3], group=5, strides=[2, 2], pads=[1, 1, 1, 1])
+    return b.qdq(y, p2(7))
+
+
+@case((1, 16), ranges=((-4.0, 4.0),))
+def qdq_gemm_ties(b, x):
+    w = b.qconst(b.rng.integers(-3, 4, (6, 16)), p2(6))
+    return b.qdq(b.op("Gemm", [b.qdq(x[0], p2(5)), w], transB=1), p2(6))
+
+
+@case((1, 5, 7, 9), (1, 5, 7, 9), ranges=((-4.0, 4.0), (-4.0, 4.0)))
+def qdq_add_ties(b, x):
+    """both ratios 1/2: ties when (a - za) + (b - zb) is odd"""
+    return b.qdq(b.op("Add", [b.qdq(x[0], p2(5)), b.qdq(x[1], p2(5), 3)]), p2(4), -2)
+
+
+@case((1, 5, 7, 9), (1, 5, 1, 9), ranges=((-8.0, 8.0), (-8.0, 8.0)))
+def qdq_mul_ties(b, x):
+    return b.qdq(b.op("Mul", [b.qdq(x[0], p2(4)), b.qdq(x[1], p2(4), -1)]), p2(2))
+
+
+@case((1, 5, 7, 9), ranges=((-4.0, 4.0),))
+def qdq_avgpool_ties(b, x):
+    """window counts 1, 2 and 4: ratios 1, 1/2, 1/4"""
+    y = b.op("AveragePool", [b.qdq(x[0], p2(5))], kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1])
+    return b.qdq(y, p2(5), 1)
+
+
+@case((1, 3, 4, 4), ranges=((-4.0, 4.0),))
+def qdq_global_avgpool_ties(b, x):
+    return b.qdq(b.op("GlobalAveragePool", [b.qdq(x[0], p2(5))]), p2(5))
+
+
+@case((1, 3, 5, 7), (1, 4, 5, 7), ranges=((-8.0, 8.0), (-2.0, 2.0)))
+def qdq_concat_ties(b, x):
+    """ratios 2 and 1/2"""
+    return b.qdq(b.op("Concat", [b.qdq(x[0], p2(4)), b.qdq(x[1], p2(6))], axis=1), p2(5))
+
+
+# --- a small multi-branch network (per model) ------------------------------------------------
+@case((1, 3, 12, 11))
+def network(b, x):
+    """stem conv+relu6 -> depthwise s2 -> pointwise + residual add -> two heads:
+    maxpool -> GAP -> gemm -> softmax, and avgpool -> concat with a 1x1 branch"""
+    stem = b.clip(b.conv(x[0], 3, 8, (3, 3), pads=[1, 1, 1, 1]), 0.0, 6.0)
+    dw = b.op("Relu", [b.conv(stem, 8, 8, (3, 3), group=8, strides=[2, 2], pads=[1, 1, 1, 1])])
+    pw = b.conv(dw, 8, 8, (1, 1))
+    res = b.op("Relu", [b.op("Add", [pw, dw])])
+    pooled = b.op("MaxPool", [res], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+    gap = b.op("GlobalAveragePool", [pooled])
+    flat = b.op("Flatten", [gap], axis=1)
+    probs = b.op("Softmax", [b.gemm(flat, 8, 5)])
+    avg = b.op("AveragePool", [res], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    side = b.op("Sigmoid", [b.conv(avg, 8, 3, (1, 1))])
+    cat = b.op("Concat", [avg, side], axis=1)
+    return [probs, cat]
+
+
+# --- groups ------------------------------------------------------------------------------------
+def ids_with(prefix: str) -> list[str]:
+    return [c for c in CASES if c.startswith(prefix)]
+
+
+HOST_GROUPS: dict[str, list[str]] = {
+    "conv": ids_with("conv_"),
+    "fc_eltwise": ids_with("gemm_") + ids_with("matmul_") + ids_with("add_") + ids_with("mul_"),
+    "pool": ids_with("maxpool_") + ids_with("avgpool_") + ids_with("global_avgpool"),
+    "move_act": (ids_with("concat_") + ids_with("pad_") + ids_with("transpose_") +
+                 ["relu", "clip_standalone", "leaky_relu", "sigmoid", "hardswish", "tanh"] + ids_with("softmax_")),
+    "qdq_ties": ids_with("qdq_"),
+    "network": ["network"],
+}
+assert sorted(c for g in HOST_GROUPS.values() for c in g) == sorted(CASES), "every case is in one host group"
+
+# fp32 builds (profile standard) of a few ops, compared with run_float
+FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", "gemm_transb", "matmul_3d",
+              "add_bcast_both", "mul_const_per_channel", "maxpool_ceil", "avgpool_ceil_include_pad", "global_avgpool",
+              "concat_channels", "pad_value", "transpose_0321", "leaky_relu", "sigmoid", "hardswish", "tanh",
+              "softmax_rows", "network"]
+
+# cortex-m7 (profile lite): one firmware for the op grid, one for the network
+M7_GROUPS: dict[str, list[str]] = {
+    "ops": ["conv_1x1", "conv_3x3_pad1", "conv_3x3_stride2", "conv_3x1_stride21", "conv_5x2_asym_pads",
+            "conv_3x3_dilation2", "conv_grouped3", "conv_depthwise_s2", "conv_depthwise_mult2",
+            "conv_depthwise_5x5_relu", "conv_clip6_fused", "conv_same_upper_s2", "conv_deep_3x3", "conv_batch2",
+            "conv_pad_ge_kernel", "gemm_transb", "gemm_kn_scalar_bias", "gemm_rows3", "matmul_3d",
+            "add_same_shape", "add_bcast_both", "add_const_after_conv", "add_relu_fused", "mul_bcast_last",
+            "mul_const_per_channel", "maxpool_3x3_s2_pad1", "maxpool_ceil", "maxpool_relu", "maxpool_pad_ge_kernel",
+            "avgpool_include_pad", "avgpool_ceil_include_pad", "avgpool_ceil_include_pad_all_sides", "global_avgpool", "global_avgpool_256",
+            "concat_channels", "concat_2d", "pad_asym", "transpose_0321", "sigmoid", "hardswish", "tanh",
+            "softmax_2d", "softmax_rows", "softmax_after_gemm"],
+    "qdq_ties": ids_with("qdq_"),
+    "network": ["network"],
+}
+
+
+# --- one model from many cases ----------------------------------------------------------------
+@dataclass
+class Net:
+    name: str
+    model: onnx.ModelProto
+    inputs: dict[str, tuple[tuple[int, ...], tuple[float, float]]]  # name -> (shape, calibration range)
+    outputs: dict[str, list[str]]  # case id -> its output tensors
+    path: Path | None = None
+    calib: Path | None = None
+    meta: dict = field(default_factory=dict)
+
+
+def make_net(name: str, case_ids: Sequence[str]) -> Net:
+    nodes, inits, graph_inputs, graph_outputs = [], [], [], []
+    inputs, outputs = {}, {}
+    for cid in case_ids:
+        c = CASES[cid]
+        b = Builder(cid)
+        xs = [f"{cid}_x{i}" for i in range(len(c.inputs))]
+        for i, (x, shape) in enumerate(zip(xs, c.inputs)):
+            graph_inputs.append(helper.make_tensor_value_info(x, TensorProto.FLOAT, list(shape)))
+            inputs[x] = (tuple(shape), c.input_range(i))
+        ys = c.make(b, xs)
+        ys = [ys] if isinstance(ys, str) else list(ys)
+        graph_outputs += [helper.make_tensor_value_info(y, TensorProto.FLOAT, None) for y in ys]
+        outputs[cid] = ys
+        nodes += b.nodes
+        inits += b.inits
+    graph = helper.make_graph(nodes, name, graph_inputs, graph_outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="kernel_cases")
+    model.ir_version = 8
+    done = onnx.shape_inference.infer_shapes(model, strict_mode=True).graph
+    inferred = {v.name: v for v in list(done.value_info) + list(done.output)}
+    for out in model.graph.output:  # declare every output's inferred shape
+        out.type.CopyFrom(inferred[out.name].type)
+    onnx.checker.check_model(model, full_check=True)
+    return Net(name, model, inputs, outputs)
+
+
+def save_net(net: Net, folder: Path, seed: int = 1) -> Net:
+    """Write NAME.onnx and NAME_calib.npz (CALIB_SAMPLES random samples per input, uniform
+    over the case's range, fixed seed) into folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    net.path = folder / f"{net.name}.onnx"
+    onnx.save(net.model, net.path)
+    rng = np.random.default_rng(seed)
+    arrays = {}
+    for name, (shape, (lo, hi)) in net.inputs.items():
+        arrays[name] = rng.uniform(lo, hi, (CALIB_SAMPLES, *shape[1:])).astype(np.float32)
+    net.calib = folder / f"{net.name}_calib.npz"
+    np.savez(net.calib, **arrays)
+    return net
+
+
+def float_samples(net: Net, count: int, seed: int, widen: float = 1.25) -> list[dict[str, np.ndarray]]:
+    """Random float inputs over a range a bit wider than calibration (so inputs saturate too)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        sample = {}
+        for name, (shape, (lo, hi)) in net.inputs.items():
+            mid, half = (lo + hi) / 2, (hi - lo) / 2 * widen
+            sample[name] = rng.uniform(mid - half, mid + half, shape).astype(np.float32)
+        out.append(sample)
+    return out
+
+
+def int8_samples(g: Graph, count: int, seed: int, extremes: bool = True) -> list[dict[str, np.ndarray]]:
+    """Random int8 codes over the whole range [-128, 127], one per graph input; with
+    `extremes`, first two samples with every input at -128, then at 127."""
+    rng = np.random.default_rng(seed)
+    shapes = {name: g.tensors[name].shape for name in g.inputs}
+    out = [{n: np.full(s, v, np.int8) for n, s in shapes.items()} for v in ((-128, 127) if extremes else ())]
+    return out + [{n: rng.integers(-128, 128, s, dtype=np.int8) for n, s in shapes.items()} for _ in range(count)]
+
+
+def dequantized(g: Graph, q_samples: list[dict[str, np.ndarray]]) -> list[dict[str, np.ndarray]]:
+    """Float inputs that quantize back to exactly these int8 codes (for float-only harnesses)."""
+    return [{n: dequantize(q, *g.tensors[n].q.scalar()) for n, q in s.items()} for s in q_samples]
+
+
+# --- the pipeline, in Python and built ------------------------------------------------------
+def reference_graph(net: Net, board: str, profile: str, precision: str, method: str = "minmax") -> Graph:
+    """The graph the compiler generates code from, by the same stages in Python."""
+    g = load_model(net.path, get_profile(profile), get_board(board), {})
+    optimize(g)
+    if precision == "int8":
+        observer = None
+        if needs_calibration(g):
+            samples = load_samples(net.calib, g, "calibration data")
+            observer = calibrate(g, samples, len(samples), method)
+        quantize_graph(g, observer)
+    return g
+
+
+def build(net: Net, out_dir: Path, board: str, profile: str, precision: str = "int8", method: str = "minmax",
+          jobs: int = 2) -> dict:
+    req = CompileRequest(model=net.path, board=get_board(board), profile=get_profile(profile), precision=precision,
+                         calib=str(net.calib) if precision == "int8" else None, calib_method=method, name=net.name)
+    return do_build(req, out_dir, jobs)
+
+
+def check_io_contract(info: dict, g: Graph, int8: bool) -> None:
+    """The manifest's inputs/outputs are the graph's, with the same scales and zero points."""
+    for entries, names in ((info["inputs"], g.inputs), (info["outputs"], g.outputs)):
+        assert [t["name"] for t in entries] == list(names)
+        for t in entries:
+            assert tuple(t["shape"]) == g.tensors[t["name"]].shape, t["name"]
+            if int8:
+                scale, zp = g.tensors[t["name"]].q.scalar()
+                assert (t["scale"], t["zero_point"]) == (scale, zp), t["name"]
+
+
+def mismatch(got: np.ndarray, want: np.ndarray) -> str:
+    """A short description of where two integer arrays differ."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        return f"shape {got.shape} != reference {want.shape}"
+    diff = np.argwhere(got != want)
+    first = tuple(int(i) for i in diff[0])
+    delta = np.abs(got.astype(np.int64) - want.astype(np.int64)).max() if got.dtype.kind in "iu" else "-"
+    return (f"{len(diff)}/{got.size} values differ (max |diff| {delta}); first at {first}: "
+            f"got {got[first]}, reference {want[first]}")
+
+
+class Lazy:
+    """Build each group once on first use (module-scoped in the tests); a failed build
+    is remembered and raised again for every test of the group instead of rebuilt."""
+
+    def __init__(self, make: Callable[[str], object]) -> None:
+        self.make = make
+        self.done: dict[str, object] = {}
+
+    def __call__(self, key: str):
+        if key not in self.done:
+            try:
+                self.done[key] = self.make(key)
+            except Exception as exc:  # noqa: BLE001 - re-raised below, for every test of the group
+                self.done[key] = exc
+        value = self.done[key]
+        if isinstance(value, Exception):
+            raise value
+        return value
