@@ -7,17 +7,20 @@ Reshape that gives it a batch of 2) with its own inputs and one output (the `net
 case has several). Many cases are put side by side into ONE multi-input, multi-output
 ONNX model, so that one build (and one QEMU run) checks them all; each case's weights
 come from a generator seeded by the case's name, so a case has the same weights whatever
-model it is put in.
+model it is put in. The `qdq_` cases impose power-of-two scales through QuantizeLinear /
+DequantizeLinear, so that requantization often lands exactly on a tie (x.5): only they
+check that kernels round ties as the reference does.
 
 The reference side runs the same pipeline as `compile` in Python, stage by stage
-(frontend -> passes -> calibrate -> quantize_graph) on the same calibration file, and the
+(frontend -> passes -> calibrate when needed -> quantize_graph) on the same calibration
+file and method, and the
 test compares the built artifact with `cuvil_sdk.reference` on that graph.
 """
 from __future__ import annotations
 
 import sys
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -704,7 +707,7 @@ FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", 
               "concat_channels", "pad_value", "transpose_0321", "leaky_relu", "sigmoid", "hardswish", "tanh",
               "softmax_rows", "network"]
 
-# cortex-m7 (profile lite): one firmware for the op grid, one for the network
+# cortex-m7 (profile lite): one firmware per group (the op grid, the QDQ ties, the network)
 M7_GROUPS: dict[str, list[str]] = {
     "ops": ["conv_1x1", "conv_3x3_pad1", "conv_3x3_stride2", "conv_3x1_stride21", "conv_5x2_asym_pads",
             "conv_3x3_dilation2", "conv_grouped3", "conv_depthwise_s2", "conv_depthwise_mult2",
@@ -712,7 +715,8 @@ M7_GROUPS: dict[str, list[str]] = {
             "conv_pad_ge_kernel", "gemm_transb", "gemm_kn_scalar_bias", "gemm_rows3", "matmul_3d",
             "add_same_shape", "add_bcast_both", "add_const_after_conv", "add_relu_fused", "mul_bcast_last",
             "mul_const_per_channel", "maxpool_3x3_s2_pad1", "maxpool_ceil", "maxpool_relu", "maxpool_pad_ge_kernel",
-            "avgpool_include_pad", "avgpool_ceil_include_pad", "avgpool_ceil_include_pad_all_sides", "global_avgpool", "global_avgpool_256",
+            "avgpool_include_pad", "avgpool_ceil_include_pad", "avgpool_ceil_include_pad_all_sides", "global_avgpool",
+            "global_avgpool_256",
             "concat_channels", "concat_2d", "pad_asym", "transpose_0321", "sigmoid", "hardswish", "tanh",
             "softmax_2d", "softmax_rows", "softmax_after_gemm"],
     "qdq_ties": ids_with("qdq_"),
@@ -729,7 +733,6 @@ class Net:
     outputs: dict[str, list[str]]  # case id -> its output tensors
     path: Path | None = None
     calib: Path | None = None
-    meta: dict = field(default_factory=dict)
 
 
 def make_net(name: str, case_ids: Sequence[str]) -> Net:
@@ -858,8 +861,15 @@ class Lazy:
             try:
                 self.done[key] = self.make(key)
             except Exception as exc:  # noqa: BLE001 - re-raised below, for every test of the group
-                self.done[key] = exc
+                self.done[key] = Failed(exc, exc.__traceback__)
         value = self.done[key]
-        if isinstance(value, Exception):
-            raise value
+        if isinstance(value, Failed):
+            # the original traceback each time (a plain re-raise would make it grow per test)
+            raise value.exc.with_traceback(value.tb)
         return value
+
+
+@dataclass
+class Failed:
+    exc: Exception
+    tb: object

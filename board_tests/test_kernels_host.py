@@ -87,7 +87,8 @@ def test_float_api_bit_exact(int8_group, group, cid):
     for y in built.net.outputs[cid]:
         for i, (got, want) in enumerate(zip(built.float_got, built.float_want)):
             assert got[y].dtype == np.float32
-            assert np.array_equal(got[y], want[y]), f"{cid} output {y}, float sample {i}: {kc.mismatch(got[y], want[y])}"
+            assert np.array_equal(got[y], want[y]), \
+                f"{cid} output {y}, float sample {i}: {kc.mismatch(got[y], want[y])}"
 
 
 @pytest.mark.parametrize("method", ["percentile", "mse"])
