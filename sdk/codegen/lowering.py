@@ -12,6 +12,8 @@ from ..ir import Graph
 from ..ops import get_op
 from ..ops.common import Buf, Weight
 from ..planner import ArenaPlan
+from .kernel_sets import KERNEL_SETS
+from .kernel_sets_loader import load_all
 from .sanitize import Namer
 
 TEMPLATES = __import__("pathlib").Path(__file__).resolve().parent.parent / "templates"
@@ -34,6 +36,7 @@ class Call:
     kernel: str
     args: list[str]
     layer: int
+    ends_layer: bool = True  # the last call of its layer: where a profiling mark goes
 
 
 @dataclass
@@ -49,10 +52,13 @@ def c_float(value: float) -> str:
     return float(np.float32(value)).hex() + "f"
 
 
-def select_kernel(kernel: str, board: Board) -> str:
-    for kernel_set in list(board.kernels) + ["portable"]:
-        if (TEMPLATES / kernel_set / f"{kernel}.h").is_file():
-            return f"{kernel_set}/{kernel}.h"
+def select_kernel(kernel: str, args: list, node, g: Graph, board: Board) -> tuple[str, list, str]:
+    """(kernel, arguments, "set/kernel.h") from the board's first kernel set that takes the call."""
+    load_all()
+    for set_name in list(board.kernels) + ["portable"]:
+        chosen = KERNEL_SETS[set_name].specialise(kernel, args, node, g)
+        if chosen is not None and (TEMPLATES / set_name / f"{chosen[0]}.h").is_file():
+            return chosen[0], chosen[1], f"{set_name}/{chosen[0]}.h"
     raise ModelError(f"no kernel '{kernel}' for board '{board.name}'")
 
 
@@ -66,11 +72,15 @@ def lower_graph(g: Graph, plan: ArenaPlan, board: Board, precision: str, prefix:
             continue
         lowered = op.lower(node, g, precision)
         calls = [lowered] if isinstance(lowered[0], str) else lowered
+        chosen = []
         for kernel, args in calls:
-            out.kernel_files.setdefault(kernel, select_kernel(kernel, board))
+            kernel, args, header = select_kernel(kernel, args, node, g, board)
+            out.kernel_files.setdefault(kernel, header)
+            chosen.append(kernel)
             rendered = [render_arg(a, g, plan, out, namer, f"{prefix}_l{index}") for a in args]
-            out.calls.append(Call(kernel, rendered, index))
-        out.layers.append({"index": index, "name": node.name, "op": node.op, "kernel": calls[0][0],
+            out.calls.append(Call(kernel, rendered, index, ends_layer=False))
+        out.calls[-1].ends_layer = True
+        out.layers.append({"index": index, "name": node.name, "op": node.op, "kernel": chosen[0],
                            "calls": len(calls)})
     return out
 
