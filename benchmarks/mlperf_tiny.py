@@ -1,0 +1,110 @@
+"""The four MLPerf Tiny reference architectures as ONNX models, for benchmarks.
+
+ResNet-8 (image classification) and the FC autoencoder (anomaly detection) are the
+MLCommons reference models in sdk/examples. DS-CNN (keyword spotting) and
+MobileNetV1-0.25 (visual wake words) are built here from their published
+descriptions (MLPerf Tiny v1.0 reference code) with random He-initialised weights and
+batch norm already folded: the architecture, shapes and MAC counts match, the weights
+do not, so these two are for speed and memory figures, not accuracy.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "sdk" / "examples"
+
+
+class Builder:
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.count = 0
+
+    def name(self, hint: str) -> str:
+        self.count += 1
+        return f"{hint}{self.count}"
+
+    def const(self, hint: str, value: np.ndarray) -> str:
+        name = self.name(hint)
+        self.inits.append(numpy_helper.from_array(value.astype(np.float32), name))
+        return name
+
+    def conv(self, x: str, cin: int, cout: int, kernel: tuple[int, int], stride: int, group: int = 1,
+             relu: bool = True) -> str:
+        fan_in = cin // group * kernel[0] * kernel[1]
+        w = self.rng.standard_normal((cout, cin // group, *kernel)) * np.sqrt(2.0 / fan_in)
+        b = self.rng.standard_normal(cout) * 0.05
+        y = self.name("conv")
+        self.nodes.append(helper.make_node("Conv", [x, self.const("w", w), self.const("b", b)], [y],
+                                           kernel_shape=list(kernel), strides=[stride, stride], group=group,
+                                           auto_pad="SAME_UPPER", name=y))
+        return self.relu(y) if relu else y
+
+    def relu(self, x: str) -> str:
+        y = self.name("relu")
+        self.nodes.append(helper.make_node("Relu", [x], [y], name=y))
+        return y
+
+    def head(self, x: str, pool: tuple[int, int], channels: int, classes: int) -> str:
+        p, f, g = self.name("pool"), self.name("flat"), "logits"
+        self.nodes.append(helper.make_node("AveragePool", [x], [p], kernel_shape=list(pool), name=p))
+        self.nodes.append(helper.make_node("Flatten", [p], [f], name=f))
+        w = self.rng.standard_normal((classes, channels)) * np.sqrt(1.0 / channels)
+        self.nodes.append(helper.make_node("Gemm", [f, self.const("fc_w", w), self.const("fc_b", np.zeros(classes))],
+                                           [g], transB=1, name="fc"))
+        self.nodes.append(helper.make_node("Softmax", [g], ["probabilities"], axis=-1, name="softmax"))
+        return "probabilities"
+
+    def model(self, name: str, input_shape: list[int], output: str, classes: int) -> onnx.ModelProto:
+        graph = helper.make_graph(self.nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                                                                  input_shape)],
+                                  [helper.make_tensor_value_info(output, TensorProto.FLOAT, [1, classes])],
+                                  self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        onnx.checker.check_model(model)
+        return model
+
+
+def ds_cnn(seed: int = 0) -> onnx.ModelProto:
+    """DS-CNN (small) keyword spotting: 49x10 MFCC input, 12 classes."""
+    b = Builder(seed)
+    x = b.conv("input", 1, 64, (10, 4), 2)
+    for _ in range(4):
+        x = b.conv(x, 64, 64, (3, 3), 1, group=64)
+        x = b.conv(x, 64, 64, (1, 1), 1)
+    return b.model("ds_cnn", [1, 1, 49, 10], b.head(x, (25, 5), 64, 12), 12)
+
+
+def mobilenet_v1_025_vww(seed: int = 0) -> onnx.ModelProto:
+    """MobileNetV1 (width 0.25) visual wake words: 96x96 RGB input, 2 classes."""
+    b = Builder(seed)
+    x = b.conv("input", 3, 8, (3, 3), 2)
+    channels = 8
+    for out, stride in [(16, 1), (32, 2), (32, 1), (64, 2), (64, 1), (128, 2)] + [(128, 1)] * 5 + [(256, 2), (256, 1)]:
+        x = b.conv(x, channels, channels, (3, 3), stride, group=channels)
+        x = b.conv(x, channels, out, (1, 1), 1)
+        channels = out
+    return b.model("mobilenet_v1_025_vww", [1, 3, 96, 96], b.head(x, (3, 3), 256, 2), 2)
+
+
+def models(work: Path) -> dict[str, Path]:
+    """The four reference models as files: name -> path (the built ones are written into work)."""
+    work.mkdir(parents=True, exist_ok=True)
+    paths = {"resnet8": EXAMPLES / "resnet8_fp32.onnx", "ad_autoencoder": EXAMPLES / "ad_fp32.onnx"}
+    for name, make in (("ds_cnn_kws", ds_cnn), ("mobilenet_v1_025_vww", mobilenet_v1_025_vww)):
+        path = work / f"{name}.onnx"
+        if not path.exists():
+            onnx.save(make(), path)
+        paths[name] = path
+    return paths
+
+
+if __name__ == "__main__":
+    import sys
+    for name, path in models(Path(sys.argv[1] if len(sys.argv) > 1 else "mlperf-tiny-models")).items():
+        print(name, path)
