@@ -16,6 +16,7 @@ from .data import load_samples, write_outputs
 from .errors import ToolError, UsageError
 from .frontend import load_model
 from .profiles import all_profiles, get_profile
+from .reports import write_report
 
 EXAMPLES = PACKAGE_DIR / "examples"
 EXAMPLE_MODEL = EXAMPLES / "digits_cnn.onnx"
@@ -43,6 +44,9 @@ def do_build(req: CompileRequest, out_dir: Path, jobs: int) -> dict:
         report = memory_report(req.board, stage, info)
         info.update(report)
         info["artifacts"] = artifacts(stage, out_dir, info["name"], req.board)
+        write_report(info, stage)
+        info["artifacts"].update({"report_json": str(out_dir / "report.json"),
+                                  "report_html": str(out_dir / "report.html")})
     info["out_dir"] = str(out_dir)
     return info
 

@@ -68,11 +68,12 @@ def lower_graph(g: Graph, plan: ArenaPlan, board: Board, precision: str, prefix:
     for index, node in enumerate(g.nodes):
         op = get_op(node.op)
         if op.alias:
-            out.layers.append({"index": index, "name": node.name, "op": node.op, "kernel": "(alias)", "calls": 0})
+            out.layers.append(layer_row(index, node, g, plan, "(alias)", 0, 0))
             continue
         lowered = op.lower(node, g, precision)
         calls = [lowered] if isinstance(lowered[0], str) else lowered
         chosen = []
+        weights_before = len(out.weights)
         for kernel, args in calls:
             kernel, args, header = select_kernel(kernel, args, node, g, board)
             out.kernel_files.setdefault(kernel, header)
@@ -80,9 +81,21 @@ def lower_graph(g: Graph, plan: ArenaPlan, board: Board, precision: str, prefix:
             rendered = [render_arg(a, g, plan, out, namer, f"{prefix}_l{index}") for a in args]
             out.calls.append(Call(kernel, rendered, index, ends_layer=False))
         out.calls[-1].ends_layer = True
-        out.layers.append({"index": index, "name": node.name, "op": node.op, "kernel": chosen[0],
-                           "calls": len(calls)})
+        weight_bytes = sum(w.nbytes for w in out.weights[weights_before:])
+        out.layers.append(layer_row(index, node, g, plan, chosen[0], len(calls), weight_bytes))
     return out
+
+
+def layer_row(index: int, node, g: Graph, plan: ArenaPlan, kernel: str, calls: int, weight_bytes: int) -> dict:
+    """What reports and profiles say about one layer."""
+    out = g.tensors[node.outputs[0]]
+    origin = out.origin or (out.name, list(range(len(out.shape))))
+    return {"index": index, "name": node.name, "op": node.op, "kernel": kernel, "calls": calls,
+            "macs": get_op(node.op).macs(node, g), "weight_bytes": weight_bytes, "output": out.name,
+            "output_shape": list(out.shape), "output_dtype": out.dtype, "activation_bytes": out.nbytes,
+            "arena_offset": plan.offsets.get(out.name), "onnx_tensor": origin[0], "onnx_perm": origin[1],
+            "scale": out.q.scalar()[0] if out.q is not None else None,
+            "zero_point": out.q.scalar()[1] if out.q is not None else None}
 
 
 def render_arg(arg, g: Graph, plan: ArenaPlan, out: Lowered, namer: Namer, hint: str) -> str:

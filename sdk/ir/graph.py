@@ -38,6 +38,8 @@ class Tensor:
     q: QParams | None = None
     # calibration's mean of each slice along the last axis (used for bias correction)
     channel_mean: np.ndarray | None = None
+    # (ONNX tensor name, perm): this tensor holds transpose(that tensor, perm) (layout pass)
+    origin: tuple[str, list[int]] | None = None
 
     @property
     def is_const(self) -> bool:

@@ -106,6 +106,10 @@ class Conv(OpDef):
         require(oh > 0 and ow > 0, node, f"output size {oh}x{ow} is empty")
         return [(n, oh, ow, oc) if last else (n, oc, oh, ow)]
 
+    def macs(self, node, g):
+        w = g.const(node.inputs[1])
+        return g.tensors[node.outputs[0]].size * int(np.prod(w.shape[1:]))
+
     def run_float(self, node, g, xs):
         last = bool(self.attr(node, "channels_last"))
         w = g.const(node.inputs[1]).astype(np.float64)

@@ -35,6 +35,10 @@ class FullyConnected(OpDef):
         b = g.const(node.inputs[2]).astype(np.float64) * beta if optional_input(node, 2) else np.zeros(w.shape[0])
         return w, np.broadcast_to(b.reshape(-1), (w.shape[0],))
 
+    def macs(self, node, g):
+        rows, k = self.rows_k(node, g)
+        return rows * k * g.tensors[node.outputs[0]].shape[-1]
+
     def run_float(self, node, g, xs):
         w, b = self.float_weight_bias(node, g)
         y = xs[0].astype(np.float64) @ w.T + b

@@ -47,6 +47,10 @@ class OpDef:
     def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         raise NotImplementedError
 
+    def macs(self, node: Node, g: Graph) -> int:
+        """Multiply-accumulates per inference (0 for ops that do none), for reports."""
+        return 0
+
     def lower(self, node: Node, g: Graph, precision: str) -> tuple[str, list[Any]]:
         """The C kernel to call and its arguments (see codegen.args)."""
         raise NotImplementedError

@@ -19,9 +19,8 @@ def fuse_activations(g: Graph) -> None:
             continue
         bounds = (0.0, np.inf) if act.op == "Relu" else clip_bounds(act, g)
         producer.attrs["activation"] = bounds
-        activated_q = g.tensors[act.outputs[0]].q  # QDQ models quantize after the activation
+        # the fused op now writes the activated values: give it the activation's output
+        # tensor (its name and, for QDQ models, its quantization) so names keep meaning
         g.nodes.remove(act)
-        if activated_q is not None:
-            g.tensors[act.inputs[0]].q = activated_q
-        g.replace_uses(act.outputs[0], act.inputs[0])
+        producer.outputs[producer.outputs.index(act.inputs[0])] = act.outputs[0]
     g.remove_unused()

@@ -54,10 +54,14 @@ def moves_only_unit_dims(shape: tuple[int, ...], perm: list[int]) -> bool:
     return order == sorted(order)
 
 
-def twin(g: Graph, name: str, shape: tuple[int, ...]) -> str:
-    """A new tensor with another shape but the same values' quantization as `name`."""
-    new = g.add_tensor(name + "_nhwc", shape, g.tensors[name].dtype)
-    g.tensors[new].q = copy.deepcopy(g.tensors[name].q)
+def twin(g: Graph, name: str, perm: list[int]) -> str:
+    """A new tensor holding transpose(name, perm): same quantization, and a note of where
+    its values come from (so per-layer comparisons can map it back to the ONNX tensor)."""
+    src = g.tensors[name]
+    new = g.add_tensor(name + "_nhwc", permuted(src.shape, perm), src.dtype)
+    g.tensors[new].q = copy.deepcopy(src.q)
+    origin, first = src.origin or (name, list(range(len(src.shape))))
+    g.tensors[new].origin = (origin, [first[p] for p in perm])
     return new
 
 
@@ -67,8 +71,8 @@ def transpose_node(g: Graph, src: str, dst: str, perm: list[int]) -> Node:
 
 def wrap_in_transposes(g: Graph, node: Node) -> None:
     x, y = node.inputs[0], node.outputs[0]
-    x_nhwc = twin(g, x, permuted(g.tensors[x].shape, TO_NHWC))
-    y_nhwc = twin(g, y, permuted(g.tensors[y].shape, TO_NHWC))
+    x_nhwc = twin(g, x, TO_NHWC)
+    y_nhwc = twin(g, y, TO_NHWC)
     at = g.nodes.index(node)
     g.nodes.insert(at, transpose_node(g, x, x_nhwc, TO_NHWC))
     g.nodes.insert(at + 2, transpose_node(g, y_nhwc, y, TO_NCHW))
@@ -117,7 +121,7 @@ def push_down(g: Graph, node: Node) -> bool:
         else:
             new_inputs.append(g.producer(name).inputs[0])
     y = node.outputs[0]
-    y_inner = twin(g, y, permuted(g.tensors[y].shape, inv))
+    y_inner = twin(g, y, inv)
     node.inputs, node.outputs[0] = new_inputs, y_inner
     if node.op == "Concat":
         node.attrs["axis"] = perm[node.attrs["axis"] % rank]
