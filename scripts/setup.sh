@@ -9,7 +9,7 @@ APT_PACKAGES=(
   python3 python3-venv python3-pip gcc libc6-dev file
   gcc-arm-none-eabi binutils-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
-  stm32flash
+  stm32flash chromium
 )
 
 missing=()

@@ -58,6 +58,12 @@ def build_parser() -> Parser:
     p.add_argument("-o", "--build-dir", help="keep the build here")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
 
+    p = sub.add_parser("validate", help="accuracy of the built artifact on the target against ONNX Runtime")
+    add_model_options(p)
+    p.add_argument("--data", required=True, help=".npz with inputs 'x' (or by input name) and optional labels 'y'")
+    p.add_argument("--per-layer", action="store_true", help="also compare every layer's output (debug build)")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+
     p = sub.add_parser("flash", help="flash firmware over a serial port (AN3155 bootloader)")
     p.add_argument("firmware", help="the .bin or .hex image")
     p.add_argument("--board", required=True)
@@ -125,6 +131,11 @@ def dispatch(args: argparse.Namespace) -> None:
         if "instructions" in report:
             human += f"\n  {report['instructions']} guest instructions per inference (QEMU -icount, not cycles)"
         emit(report, args.json, human)
+    elif args.command == "validate":
+        from .validate import human_table, validate
+        req = commands.make_request(args)
+        report = validate(req, Path(args.data), args.per_layer, args.jobs)
+        emit(report, args.json, human_table(report))
     elif args.command == "flash":
         from .boards import get_board
         from .flash.command import flash_command

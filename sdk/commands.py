@@ -104,13 +104,18 @@ def memory_report(board: Board, stage: Path, info: dict) -> dict:
             "flash_bytes": lib.stat().st_size if lib.exists() else 0}
 
 
-def run_samples(board: Board, info: dict, samples: list, progress: bool) -> dict:
+def run_samples(board: Board, info: dict, samples: list, progress: bool, layers: bool = False) -> dict:
+    """Outputs per sample (and, for debug builds with layers=True, each layer's raw output)."""
     if board.kind == "shared_library" and board.get("arch", "") == "x86_64":
         from .runners.host import run_host
-        return run_host(Path(info["artifacts"]["so"]), samples, progress)
+        return run_host(Path(info["artifacts"]["so"]), samples, progress, layers)
     if board.kind == "firmware":
         from .runners.firmware import run_on_qemu
+        if layers:
+            return run_on_qemu(board, info, samples, progress, layers=True)
         return run_on_qemu(board, info, samples, progress)
+    if layers:
+        raise UsageError(f"per-layer dumps are not supported on board '{board.name}' yet (host and cortex-m7 are)")
     from .runners.linux_qemu import run_on_qemu_user
     return run_on_qemu_user(board, info, samples, progress)
 

@@ -35,6 +35,7 @@ class CompileRequest:
     name: str | None = None
     input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     progress: bool = False
+    debug_dump: bool = False  # a debug build that hands every layer's output to <name>_debug_dump
 
 
 def choose_precision(req: CompileRequest) -> str:
@@ -80,7 +81,7 @@ def compile_into(req: CompileRequest, out_dir: Path) -> dict:
     if precision == "int8":
         quantize(g, req)
     plan = plan_arena(g)
-    info = generate(g, plan, req.board, precision, req.name or req.model.stem, out_dir)
+    info = generate(g, plan, req.board, precision, req.name or req.model.stem, out_dir, req.debug_dump)
     info["profile"] = req.profile.name
     info["arena"] = plan.buffers
     write_build_spec(info, req.board, out_dir)
@@ -91,7 +92,7 @@ def compile_into(req: CompileRequest, out_dir: Path) -> dict:
 def write_build_spec(info: dict, board: Board, out_dir: Path) -> None:
     spec = {"board": board.name, "board_dir": str(board.family_dir), "board_file": board.data.get("_file", ""),
             "name": info["name"], "kind": board.kind, "sources": info["sources"],
-            "toolchain": board.get("toolchain", {}), "cflags": [], "defines": {}}
+            "toolchain": board.get("toolchain", {}), "cflags": [], "defines": info.get("defines", {})}
     (out_dir / "build.json").write_text(json.dumps(spec, indent=2))
 
 

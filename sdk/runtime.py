@@ -113,6 +113,22 @@ class Model:
             raise UsageError("run_int8 needs an int8 build")
         return self._call(self._run_int8, self._feeds(inputs, np.int8), np.int8)
 
+    def run_with_layers(self, inputs) -> tuple[dict[str, np.ndarray], dict[int, bytes]]:
+        """Run a debug build (compiled with debug_dump) and also return each layer's raw output."""
+        setter = getattr(self._lib, f"{self.name}_set_debug_dump", None) if self._lib is not None else None
+        if setter is None:
+            raise UsageError("this library is not a debug build (no per-layer dumps)")
+        layers: dict[int, bytes] = {}
+        callback_type = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_int32)
+        callback = callback_type(lambda layer, data, size: layers.__setitem__(layer, ctypes.string_at(data, size)))
+        setter.argtypes = [callback_type]
+        setter(callback)
+        try:
+            outputs = self(inputs)
+        finally:
+            setter(callback_type())
+        return outputs, layers
+
     def close(self) -> None:
         if self._lib is not None:
             handle = self._lib._handle

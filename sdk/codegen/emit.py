@@ -51,7 +51,8 @@ def manifest(g: Graph, prefix: str, board: Board, precision: str, plan: ArenaPla
             "outputs": [{k: v for k, v in e.items() if k not in strip} for e in outputs]}
 
 
-def generate(g: Graph, plan: ArenaPlan, board: Board, precision: str, name: str, out_dir: Path) -> dict:
+def generate(g: Graph, plan: ArenaPlan, board: Board, precision: str, name: str, out_dir: Path,
+             debug_dump: bool = False) -> dict:
     prefix = c_identifier(name)
     int8 = precision == "int8"
     lowered: Lowered = lower_graph(g, plan, board, precision, prefix)
@@ -77,8 +78,13 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, precision: str, name: str,
     for header in context["kernel_headers"]:
         shutil.copy(TEMPLATES / header, src / "kernels" / Path(header).name)
     weight_bytes = sum(w.nbytes for w in lowered.weights)
-    info.update({"weight_bytes": weight_bytes, "layers": lowered.layers,
-                 "sources": [f"src/{prefix}.c", f"src/{prefix}_weights.c"]})
+    sources = [f"src/{prefix}.c", f"src/{prefix}_weights.c"]
+    if debug_dump:
+        info["defines"] = {f"{prefix.upper()}_DEBUG_DUMP": 1}
+        if board.kind == "shared_library":  # firmware harnesses implement the dump themselves
+            (src / f"{prefix}_debug.c").write_text(env.get_template("common/debug_dump.c.j2").render(context))
+            sources.append(f"src/{prefix}_debug.c")
+    info.update({"weight_bytes": weight_bytes, "layers": lowered.layers, "sources": sources})
     return info
 
 

@@ -37,6 +37,8 @@ class Call:
     args: list[str]
     layer: int
     ends_layer: bool = True  # the last call of its layer: where a profiling mark goes
+    out_offset: int = 0  # the layer's output in the arena, for debug dumps
+    out_bytes: int = 0
 
 
 @dataclass
@@ -81,6 +83,8 @@ def lower_graph(g: Graph, plan: ArenaPlan, board: Board, precision: str, prefix:
             rendered = [render_arg(a, g, plan, out, namer, f"{prefix}_l{index}") for a in args]
             out.calls.append(Call(kernel, rendered, index, ends_layer=False))
         out.calls[-1].ends_layer = True
+        out.calls[-1].out_offset = plan.offsets[node.outputs[0]]
+        out.calls[-1].out_bytes = g.tensors[node.outputs[0]].nbytes
         weight_bytes = sum(w.nbytes for w in out.weights[weights_before:])
         out.layers.append(layer_row(index, node, g, plan, chosen[0], len(calls), weight_bytes))
     return out

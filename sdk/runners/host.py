@@ -9,10 +9,15 @@ from .. import runtime
 from .progress import Progress
 
 
-def run_host(library: Path, samples: list[dict[str, np.ndarray]], progress: bool) -> dict:
-    outputs = []
+def run_host(library: Path, samples: list[dict[str, np.ndarray]], progress: bool, layers: bool = False) -> dict:
+    outputs, dumps = [], []
     with runtime.load(library) as model, Progress("running", len(samples), progress) as bar:
         for feeds in samples:
-            outputs.append(model(feeds))
+            if layers:
+                out, per_layer = model.run_with_layers(feeds)
+                dumps.append(per_layer)
+            else:
+                out = model(feeds)
+            outputs.append(out)
             bar.step()
-    return {"outputs": outputs, "instructions": None}
+    return {"outputs": outputs, "instructions": None, "layers": dumps if layers else None}

@@ -1,0 +1,155 @@
+"""`cuvil-sdk validate`: run the built artifact where the board runs, on every sample, and
+compare with ONNX Runtime running the original float model (per output: cosine, relative
+L2, MAE, RMSE, top-1 agreement, and accuracies against labels); with --per-layer, every
+layer's dequantized output against ONNX Runtime's value of the same tensor."""
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .compiler import CompileRequest
+from .data import as_samples, read_arrays
+from .errors import ModelError, ToolError
+from .quant.requant import dequantize
+
+PER_LAYER_SAMPLES = 16
+
+
+def onnxruntime_session(model: Path, extra_outputs: list[str] = ()):
+    try:
+        import onnx
+        import onnxruntime as ort
+    except ImportError:
+        raise ToolError("validate needs ONNX Runtime as the float reference: pip install onnxruntime") from None
+    m = onnx.load(str(model))
+    known = {o.name for o in m.graph.output}
+    for name in extra_outputs:
+        if name not in known:
+            m.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+            known.add(name)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(m.SerializeToString(), options)
+
+
+def metrics(ours: np.ndarray, ref: np.ndarray) -> dict[str, float]:
+    a = ours.reshape(len(ours), -1).astype(np.float64)
+    b = ref.reshape(len(ref), -1).astype(np.float64)
+    cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) + 1e-30)
+    diff = a - b
+    return {"cosine": float(cos.mean()), "cosine_min": float(cos.min()),
+            "rel_l2": float(np.linalg.norm(diff) / (np.linalg.norm(b) + 1e-30)),
+            "mae": float(np.abs(diff).mean()), "rmse": float(np.sqrt((diff ** 2).mean())),
+            "top1_agreement": float((a.argmax(1) == b.argmax(1)).mean())}
+
+
+def looks_random(x: np.ndarray) -> bool:
+    """Real inputs (images, spectrograms, signals) have neighbours that correlate; i.i.d.
+    noise does not."""
+    flat = x.reshape(len(x), -1).astype(np.float64)
+    if flat.shape[1] < 4:
+        return False
+    a, b = flat[:, :-1].ravel(), flat[:, 1:].ravel()
+    if a.std() == 0 or b.std() == 0:
+        return False
+    return abs(float(np.corrcoef(a, b)[0, 1])) < 0.1
+
+
+def load_validation_data(path: Path, g) -> tuple[list[dict], np.ndarray | None, np.ndarray]:
+    with np.load(path, allow_pickle=False) as z:
+        labels = z["y"] if "y" in z.files else None
+    arrays = read_arrays(path, list(g.inputs))
+    samples = as_samples(g, arrays, "validation data")
+    if labels is not None and len(labels) != len(samples):
+        raise ModelError(f"'{path.name}': {len(labels)} labels for {len(samples)} samples")
+    return samples, labels, next(iter(arrays.values()))
+
+
+def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int) -> dict:
+    from .commands import do_build, input_graph, run_samples
+    if data.suffix != ".npz":
+        raise ModelError(f"validation data '{data.name}' must be a .npz with 'x' (or input names) and optional 'y'")
+    g = input_graph(req)
+    samples, labels, x = load_validation_data(data, g)
+    warnings = []
+    if looks_random(x):
+        warnings.append("the inputs look like random noise, not representative data: metrics may mislead")
+        print(f"cuvil-sdk: warning: {warnings[-1]}", file=sys.stderr)
+    session = onnxruntime_session(req.model)
+    out_names = [o.name for o in session.get_outputs()]
+    reference = [dict(zip(out_names, session.run(None, feeds))) for feeds in samples]
+    with tempfile.TemporaryDirectory(prefix="cuvil-validate-") as tmp:
+        info = do_build(req, Path(tmp) / "project", jobs)
+        result = run_samples(req.board, info, samples, sys.stderr.isatty())
+        layers = per_layer_table(req, samples, jobs, Path(tmp)) if per_layer else None
+    report = {"board": req.board.name, "profile": req.profile.name, "precision": info["precision"],
+              "samples": len(samples), "outputs": {}, "warnings": warnings}
+    for t in info["outputs"]:
+        ours = np.stack([r[t["name"]] for r in result["outputs"]])
+        ref = np.stack([r[t["name"]] for r in reference]).reshape(ours.shape)
+        report["outputs"][t["name"]] = metrics(ours, ref)
+        if labels is not None and t is info["outputs"][0]:
+            report["accuracy"] = float((ours.reshape(len(ours), -1).argmax(1) == labels).mean())
+            report["float_accuracy"] = float((ref.reshape(len(ref), -1).argmax(1) == labels).mean())
+    if layers is not None:
+        report["layers"] = layers
+    return report
+
+
+def per_layer_table(req: CompileRequest, samples: list[dict], jobs: int, tmp: Path) -> list[dict]:
+    """A debug build dumps every layer's output on the target; each is dequantized, put
+    back in the ONNX layout and compared with ONNX Runtime's value of the same tensor."""
+    from dataclasses import replace
+    from .commands import do_build, run_samples
+    subset = samples[:PER_LAYER_SAMPLES]
+    info = do_build(replace(req, debug_dump=True), tmp / "debug", jobs)
+    result = run_samples(req.board, info, subset, False, layers=True)
+    rows = [l for l in info["layers"] if l["kernel"] != "(alias)"]
+    session = onnxruntime_session(req.model, [l["onnx_tensor"] for l in rows])
+    names = [o.name for o in session.get_outputs()]
+    ort_values = [dict(zip(names, session.run(None, feeds))) for feeds in subset]
+    table = []
+    for layer in rows:
+        dumps = [r.get(layer["index"]) for r in result["layers"]]
+        entry = {k: layer[k] for k in ("index", "name", "op", "kernel", "output")}
+        if any(d is None for d in dumps) or layer["onnx_tensor"] not in names:
+            table.append({**entry, "cosine": None, "rel_l2": None, "note": "no ONNX Runtime tensor"})
+            continue
+        ours = np.stack([to_onnx_layout(d, layer) for d in dumps])
+        ref = np.stack([v[layer["onnx_tensor"]] for v in ort_values]).astype(np.float32)
+        if ours.shape != ref.shape:
+            table.append({**entry, "cosine": None, "rel_l2": None, "note": f"shape {ours.shape} vs {ref.shape}"})
+            continue
+        m = metrics(ours, ref)
+        table.append({**entry, "cosine": m["cosine"], "rel_l2": m["rel_l2"]})
+    return table
+
+
+def to_onnx_layout(raw: bytes, layer: dict) -> np.ndarray:
+    dtype = np.int8 if layer["output_dtype"] == "int8" else np.float32
+    value = np.frombuffer(raw, dtype=dtype).reshape(layer["output_shape"])
+    if dtype == np.int8:
+        value = dequantize(value, layer["scale"], layer["zero_point"])
+    return value.transpose(np.argsort(layer["onnx_perm"]))
+
+
+def human_table(report: dict) -> str:
+    lines = [f"validated {report['samples']} samples on {report['board']} ({report['precision']}) "
+             f"against ONNX Runtime (float model)"]
+    lines.append(f"  {'output':24} {'cosine':>8} {'rel L2':>8} {'MAE':>10} {'RMSE':>10} {'top-1':>7}")
+    for name, m in report["outputs"].items():
+        lines.append(f"  {name[:24]:24} {m['cosine']:8.5f} {m['rel_l2']:8.5f} {m['mae']:10.5g} {m['rmse']:10.5g} "
+                     f"{m['top1_agreement']:7.2%}")
+    if "accuracy" in report:
+        lines.append(f"  accuracy: ours {report['accuracy']:.2%}, float model {report['float_accuracy']:.2%}")
+    if "layers" in report:
+        lines.append(f"  {'#':>3} {'op':18} {'kernel':18} {'cosine':>8} {'rel L2':>8}  tensor")
+        for l in report["layers"]:
+            cos = f"{l['cosine']:8.5f}" if l["cosine"] is not None else f"{'-':>8}"
+            rel = f"{l['rel_l2']:8.5f}" if l["rel_l2"] is not None else f"{'-':>8}"
+            lines.append(f"  {l['index']:3} {l['op'][:18]:18} {l['kernel'][:18]:18} {cos} {rel}  {l['output'][:40]}")
+    return "\n".join(lines)
