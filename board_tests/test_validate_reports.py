@@ -76,3 +76,49 @@ def test_cortex_m7_build_writes_reports_that_chromium_renders(work):
                          capture_output=True, text=True, timeout=120).stdout
     assert '<h1 id="model-name">digits_cnn</h1>' in dom
     assert 'id="arena-chart"' in dom and dom.count("<rect") >= 10 and 'id="profile-chart"' in dom
+
+
+def outlier_model(path):
+    """A model int8 cannot carry: one huge constant feature sets the activation scale of a
+    tensor whose other features are tiny (the next layer ignores the huge one)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    bias = np.zeros(16, np.float32)
+    bias[0] = 400.0
+    w1 = rng.standard_normal((16, 16)).astype(np.float32)
+    w1[:, 0] = 0
+    w2 = rng.standard_normal((4, 16)).astype(np.float32)
+    nodes = [helper.make_node("Add", ["x", "b"], ["a"], name="outlier_add"),
+             helper.make_node("Gemm", ["a", "w1"], ["h"], transB=1, name="fc1"),
+             helper.make_node("Relu", ["h"], ["r"], name="relu"),
+             helper.make_node("Gemm", ["r", "w2"], ["y"], transB=1, name="fc2")]
+    graph = helper.make_graph(nodes, "outlier", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+                              [numpy_helper.from_array(v, k) for k, v in (("b", bias), ("w1", w1), ("w2", w2))])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return rng
+
+
+def test_accuracy_target_keeps_the_guilty_layers_in_float(work):
+    rng = outlier_model(work / "outlier.onnx")
+    np.save(work / "o_calib.npy", rng.standard_normal((32, 16)).astype(np.float32) * 0.1)
+    np.savez(work / "o_val.npz", x=rng.standard_normal((32, 16)).astype(np.float32) * 0.1)
+    common = ["validate", "--board", "host", "--profile", "standard", "--model", work / "outlier.onnx",
+              "--calib", work / "o_calib.npy", "--data", work / "o_val.npz", "--json"]
+    plain = cli(*common, cwd=work)
+    assert plain.returncode == 0, plain.stderr
+    assert json.loads(plain.stdout)["outputs"]["y"]["cosine"] < 0.5
+    fallback = cli(*common, "--accuracy-target", "0.999", cwd=work)
+    assert fallback.returncode == 0, fallback.stderr
+    report = json.loads(fallback.stdout)
+    assert report["outputs"]["y"]["cosine"] >= 0.999
+    assert "outlier_add" in report["float_layers"] and "fc1" in report["float_layers"]
+    assert "kept in float" in fallback.stderr
+    r = cli("build", "--board", "host", "--profile", "standard", "--model", work / "outlier.onnx", "--calib",
+            work / "o_calib.npy", "--accuracy-target", "0.999", "-o", work / "mixed", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((work / "mixed" / "report.json").read_text())["model"]["float_layers"] == report["float_layers"]
+    lite = cli("build", "--board", "cortex-m7", "--profile", "lite", "--model", work / "outlier.onnx", "--calib",
+               work / "o_calib.npy", "--accuracy-target", "0.999", cwd=work)
+    assert lite.returncode == 2 and "lite" in lite.stderr

@@ -32,6 +32,9 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
     p.add_argument("--calib", help="calibration samples (.npy/.npz), or 'random' (not representative)")
     p.add_argument("--calib-method", choices=METHODS, default="minmax", help="activation range method")
     p.add_argument("--name", help="C symbol prefix (default: the model file's name)")
+    p.add_argument("--accuracy-target", type=float, metavar="COSINE",
+                   help="standard profile: keep the layers that hurt most in float until the int8 model's "
+                        "outputs reach this cosine similarity to the float model on the calibration data")
     p.add_argument("--input-shape", action="append", metavar="NAME=1x3x32x32", help="fix a dynamic input shape")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
 

@@ -122,7 +122,7 @@ def run_samples(board: Board, info: dict, samples: list, progress: bool, layers:
 
 def summary_of_build(info: dict) -> dict:
     keys = ("name", "board", "profile", "precision", "arena_bytes", "flash_bytes", "ram_bytes", "weight_bytes",
-            "artifacts", "out_dir", "size", "fits")
+            "artifacts", "out_dir", "size", "fits", "float_layers")
     return {k: info[k] for k in keys if k in info}
 
 
@@ -177,7 +177,8 @@ def make_request(args) -> CompileRequest:
         raise UsageError(f"--calib file '{calib}' does not exist")
     return CompileRequest(model=model.resolve() if model.exists() else model, board=board, profile=profile,
                           precision=args.precision, calib=calib, calib_method=args.calib_method, name=args.name,
-                          input_shapes=parse_input_shapes(args.input_shape), progress=sys.stderr.isatty())
+                          input_shapes=parse_input_shapes(args.input_shape), progress=sys.stderr.isatty(),
+                          accuracy_target=args.accuracy_target)
 
 
 def example_accuracy(board: Board, info: dict) -> dict:

@@ -3,6 +3,7 @@ takes the previous stage's output; this module only wires them and stages the ou
 folder so that a failure leaves nothing half-written."""
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import sys
@@ -20,6 +21,7 @@ from .planner import plan_arena
 from .profiles import Profile
 from .quant.calibrate import calibrate
 from .quant.quantize import needs_calibration, quantize_graph
+from .quant.sensitivity import choose_float_layers
 
 RANDOM_CALIB_SAMPLES = 32
 
@@ -35,6 +37,7 @@ class CompileRequest:
     name: str | None = None
     input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     progress: bool = False
+    accuracy_target: float | None = None  # minimum cosine vs float: keep worst layers in float
     debug_dump: bool = False  # a debug build that hands every layer's output to <name>_debug_dump
 
 
@@ -58,8 +61,9 @@ def frontend_and_passes(req: CompileRequest) -> Graph:
     return g
 
 
-def quantize(g: Graph, req: CompileRequest) -> None:
-    observer = None
+def quantize(g: Graph, req: CompileRequest) -> list[str]:
+    """Quantize in place; returns the names of the layers kept in float."""
+    observer, samples = None, None
     if needs_calibration(g):
         if req.calib is None:
             raise UsageError("an int8 build of a float model needs calibration data: pass --calib FILE "
@@ -71,18 +75,38 @@ def quantize(g: Graph, req: CompileRequest) -> None:
         else:
             samples = load_samples(Path(req.calib), g, "calibration data")
         observer = calibrate(g, samples, len(samples), req.calib_method, req.progress)
-    quantize_graph(g, observer)
+    keep: list[str] = []
+    if req.accuracy_target is not None:
+        keep = fallback_layers(g, req, observer, samples if observer is not None else None)
+    quantize_graph(g, observer, set(keep))
+    return keep
+
+
+def fallback_layers(g: Graph, req: CompileRequest, observer, samples) -> list[str]:
+    """Layers to keep in float so the int8 model reaches --accuracy-target (standard profile)."""
+    if "fp32" not in req.profile.precisions or "fp32" not in req.board.get("precisions", []):
+        raise UsageError(f"--accuracy-target keeps layers in float, which profile '{req.profile.name}' on board "
+                         f"'{req.board.name}' does not allow")
+    if observer is None:
+        raise UsageError("--accuracy-target needs calibration data (--calib) to measure accuracy on")
+    kept, reached, base = choose_float_layers(copy.deepcopy(g), observer, samples, req.accuracy_target)
+    print(f"cuvil-sdk: accuracy target {req.accuracy_target}: int8 reaches {base:.5f}; with "
+          f"{len(kept)} layer(s) in float {reached:.5f}" + (f" ({', '.join(kept)})" if kept else ""), file=sys.stderr)
+    if reached < req.accuracy_target:
+        print("cuvil-sdk: warning: the accuracy target is not reached even with those layers in float",
+              file=sys.stderr)
+    return kept
 
 
 def compile_into(req: CompileRequest, out_dir: Path) -> dict:
     """Compile the model into out_dir (which must be new or empty); returns the manifest."""
     precision = choose_precision(req)
     g = frontend_and_passes(req)
-    if precision == "int8":
-        quantize(g, req)
+    float_layers = quantize(g, req) if precision == "int8" else []
     plan = plan_arena(g)
     info = generate(g, plan, req.board, precision, req.name or req.model.stem, out_dir, req.debug_dump)
     info["profile"] = req.profile.name
+    info["float_layers"] = float_layers
     info["arena"] = plan.buffers
     write_build_spec(info, req.board, out_dir)
     dump_manifest(info, out_dir)

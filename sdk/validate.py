@@ -87,7 +87,8 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int) -> dic
         result = run_samples(req.board, info, samples, sys.stderr.isatty())
         layers = per_layer_table(req, samples, jobs, Path(tmp)) if per_layer else None
     report = {"board": req.board.name, "profile": req.profile.name, "precision": info["precision"],
-              "samples": len(samples), "outputs": {}, "warnings": warnings}
+              "samples": len(samples), "outputs": {}, "warnings": warnings,
+              "float_layers": info.get("float_layers", [])}
     for t in info["outputs"]:
         ours = np.stack([r[t["name"]] for r in result["outputs"]])
         ref = np.stack([r[t["name"]] for r in reference]).reshape(ours.shape)
@@ -144,6 +145,8 @@ def human_table(report: dict) -> str:
     for name, m in report["outputs"].items():
         lines.append(f"  {name[:24]:24} {m['cosine']:8.5f} {m['rel_l2']:8.5f} {m['mae']:10.5g} {m['rmse']:10.5g} "
                      f"{m['top1_agreement']:7.2%}")
+    if report.get("float_layers"):
+        lines.append(f"  layers kept in float: {', '.join(report['float_layers'])}")
     if "accuracy" in report:
         lines.append(f"  accuracy: ours {report['accuracy']:.2%}, float model {report['float_accuracy']:.2%}")
     if "layers" in report:

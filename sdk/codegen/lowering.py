@@ -72,7 +72,7 @@ def lower_graph(g: Graph, plan: ArenaPlan, board: Board, precision: str, prefix:
         if op.alias:
             out.layers.append(layer_row(index, node, g, plan, "(alias)", 0, 0))
             continue
-        lowered = op.lower(node, g, precision)
+        lowered = op.lower(node, g, node.attrs.get("precision", precision))
         calls = [lowered] if isinstance(lowered[0], str) else lowered
         chosen = []
         weights_before = len(out.weights)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import require
+from ..quant.requant import dequantize, quantize_float
+from .common import Buf, require
 from .registry import OpDef, register
 
 
@@ -61,3 +62,55 @@ class DequantizeLinear(QDQ):
     def run_float(self, node, g, xs):
         scale, zp, _ = self.params(node, g, xs[0])
         return [((xs[0].astype(np.int32) - zp) * scale).astype(np.float32)]
+
+
+class Conversion(OpDef):
+    """Internal: the boundary of a layer kept in float inside an int8 graph (inserted by
+    quant.mixed, never read from ONNX)."""
+
+    output_qparams = "none"
+
+    def infer(self, node, g):
+        return [g.tensors[node.inputs[0]].shape]
+
+    def run_float(self, node, g, xs):
+        return [xs[0]]
+
+    def int_side(self, node, g) -> tuple[float, int]:
+        raise NotImplementedError
+
+    def quantize(self, node, g):
+        scale, zp = self.int_side(node, g)
+        node.q = {"scale": scale, "zp": zp}
+
+
+@register
+class _Quantize(Conversion):
+    op_type = "_Quantize"
+    summary = "float -> int8 after a layer kept in float"
+
+    def int_side(self, node, g):
+        return g.tensors[node.outputs[0]].q.scalar()
+
+    def run_int(self, node, g, xs):
+        return [quantize_float(xs[0], node.q["scale"], node.q["zp"])]
+
+    def lower(self, node, g, precision):
+        return "quantize_f32_s8", [Buf(node.inputs[0], const=True), Buf(node.outputs[0]),
+                                   g.tensors[node.inputs[0]].size, node.q["scale"], node.q["zp"]]
+
+
+@register
+class _Dequantize(Conversion):
+    op_type = "_Dequantize"
+    summary = "int8 -> float before a layer kept in float"
+
+    def int_side(self, node, g):
+        return g.tensors[node.inputs[0]].q.scalar()
+
+    def run_int(self, node, g, xs):
+        return [dequantize(xs[0], node.q["scale"], node.q["zp"])]
+
+    def lower(self, node, g, precision):
+        return "dequantize_s8_f32", [Buf(node.inputs[0], const=True), Buf(node.outputs[0]),
+                                     g.tensors[node.inputs[0]].size, node.q["scale"], node.q["zp"]]

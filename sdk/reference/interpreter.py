@@ -27,8 +27,11 @@ def run_float(g: Graph, feeds: dict[str, np.ndarray], keep_all: bool = False) ->
 
 
 def run_int(g: Graph, feeds: dict[str, np.ndarray], keep_all: bool = False) -> dict[str, np.ndarray]:
-    """Feeds and results are int8 arrays of a quantized graph."""
-    return _run(g, feeds, lambda node, xs: get_op(node.op).run_int(node, g, xs), keep_all)
+    """Feeds and results are int8 arrays of a quantized graph (layers kept in float run in float)."""
+    def step(node, xs):
+        op = get_op(node.op)
+        return op.run_float(node, g, xs) if node.attrs.get("precision") == "fp32" else op.run_int(node, g, xs)
+    return _run(g, feeds, step, keep_all)
 
 
 def run_quantized_model(g: Graph, feeds: dict[str, np.ndarray]) -> tuple[dict, dict]:

@@ -47,7 +47,7 @@ def build_report(info: dict, profile: list[dict] | None = None) -> dict:
         "model": {"name": info["name"], "board": info["board"], "profile": info.get("profile"),
                   "precision": info["precision"], "inputs": info["inputs"], "outputs": info["outputs"],
                   "weight_bytes": info.get("weight_bytes"), "macs": sum(l["macs"] for l in layers),
-                  "layers": steps},
+                  "layers": steps, "float_layers": info.get("float_layers", [])},
         "layers": layers,
         "memory": memory,
         "arena": {"bytes": info["arena_bytes"], "live_bytes_per_layer": live, "peak_live_bytes": max(live, default=0),

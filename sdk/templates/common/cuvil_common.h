@@ -23,4 +23,15 @@ static inline float cuvil_clampf(float v, float lo, float hi)
 {
     return v < lo ? lo : (v > hi ? hi : v);
 }
+
+/* q = clamp(floor(x / scale + 0.5) + zp): float32 steps, identical on every target (NaN -> -128). */
+static inline int8_t cuvil_quantize(float x, float scale, int32_t zp)
+{
+    float v = x / scale + 0.5f;
+    if (!(v >= -1024.0f)) v = -1024.0f;
+    if (v > 1024.0f) v = 1024.0f;
+    int32_t t = (int32_t)v;
+    if ((float)t > v) t -= 1; /* floor */
+    return cuvil_clamp8(t + zp, -128, 127);
+}
 #endif
