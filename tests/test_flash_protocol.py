@@ -2,8 +2,11 @@
 kind, link cuts at several points of a transfer, verification, refusals."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
+import threading
+import time
 import tty
 from pathlib import Path
 
@@ -282,6 +285,37 @@ def test_no_bootloader_on_the_port(tmp_path: Path) -> None:
                           timeouts=FAST, progress=False, json_out=True)
         assert info.value.exit_code == 7
     finally:
+        os.close(master)
+        os.close(slave)
+
+
+def test_a_port_that_talks_but_is_no_bootloader_ends_in_bounded_time(tmp_path: Path) -> None:
+    """An application printing on the port (BOOT0 forgotten): every byte it prints is an
+    answer to 0x7F that is neither ACK nor NACK. Re-synchronisation must still end, within
+    Timeouts.sync, and say what it heard."""
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    stop = threading.Event()
+
+    def chatter() -> None:
+        while not stop.wait(0.05):
+            try:
+                os.write(master, b"prediction 3\r\n")
+            except OSError:
+                return
+
+    talker = threading.Thread(target=chatter, daemon=True)
+    talker.start()
+    began = time.monotonic()
+    try:
+        with pytest.raises(FlashError, match=r"^connect: the port talks but does not answer 0x7F") as info:
+            flash_command(board(), os.ttyname(slave), 115200, write_bin(tmp_path, 100),
+                          timeouts=dataclasses.replace(FAST, sync=1.0), progress=False)
+        assert "prediction 3" in str(info.value) and "BOOT0" in str(info.value)
+        assert time.monotonic() - began < 5.0
+    finally:
+        stop.set()
+        talker.join(5)
         os.close(master)
         os.close(slave)
 

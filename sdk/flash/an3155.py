@@ -96,6 +96,7 @@ class Timeouts:
     erase_per_sector: float = 10.0   # a 256 KiB STM32F7 sector takes a few seconds
     mass_erase: float = 60.0
     quiet: float = 0.05              # silence that ends draining stale input
+    sync: float = 15.0               # all of one re-synchronisation, however the port behaves
 
 
 @dataclass(frozen=True)
@@ -295,11 +296,14 @@ class An3155Client:
         once, otherwise the second 0x7F completes a bad pair and draws NACK (what
         stm32flash does). A session cut in the middle of a command is still waiting
         for its data: bursts of 0x7F complete it, then single bytes find the command
-        boundary again.
+        boundary again. A port that talks without ever answering ACK or NACK (an
+        application printing on it) ends this within `Timeouts.sync` seconds.
         """
         self._drain()
+        heard = bytearray()  # what came back instead of ACK/NACK
+        deadline = time.monotonic() + self.t.sync
         sent = singles = 0
-        while sent < SYNC_BUDGET:
+        while sent < SYNC_BUDGET and time.monotonic() < deadline:
             burst = 1 if singles < 2 else SYNC_BURST
             self._send(bytes([INIT]) * burst)
             sent += burst
@@ -309,8 +313,14 @@ class An3155Client:
                 if reply and reply[0] in (ACK, NACK):
                     return reply[0] == NACK or singles > 1
             if reply:
-                self._drain()  # an answer to part of a burst, or noise: look again with single bytes
+                # an answer to part of a burst, or noise: look again with single bytes
+                heard += reply + self._drain()
                 singles = 0
+        noise = bytes(b for b in heard if b not in (ACK, NACK))
+        if len(noise) > 8:
+            raise _Retry(f"the port talks but does not answer 0x7F as a bootloader would (it sent {noise[:24]!r}"
+                         f"{'...' if len(noise) > 24 else ''}): is the board running its application? "
+                         f"Put it in its bootloader (BOOT0 high, reset)")
         raise _Retry(f"no answer to 0x7F after {sent} bytes (is the board in its bootloader, "
                      f"BOOT0 high and reset, and is this its port?)")
 
@@ -412,9 +422,14 @@ class An3155Client:
             raise _Retry(f"got {len(data)} of {size} bytes {what}")
         return data
 
-    def _drain(self) -> None:
-        """Throw away stale input: the rest of an answer to a command that failed."""
-        self.link.reset_input_buffer()
+    def _drain(self) -> bytes:
+        """Throw away stale input (the rest of an answer to a command that failed); return it,
+        for error messages (so it is read, not dropped with reset_input_buffer)."""
+        stale = bytearray()
         deadline = time.monotonic() + 1.0  # a device that never stops talking still ends this
-        while self._recv(4096, self.t.quiet) and time.monotonic() < deadline:
-            pass
+        while time.monotonic() < deadline:
+            chunk = self._recv(4096, self.t.quiet)
+            if not chunk:
+                break
+            stale += chunk
+        return bytes(stale)

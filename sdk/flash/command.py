@@ -61,7 +61,9 @@ def flash_command(board: Board | str, port: str, baud: int | None, firmware: Pat
     board's device ID), protection check, erase of only the sectors the image
     touches, write in 256-byte blocks, verify by reading every block back, GO to the
     image's first address. GO is sent only after verification passed, so a failed or
-    interrupted flash never starts a half-written image.
+    interrupted flash never starts a half-written image. A board whose bootloader
+    checks an integrity header before GO ([flash] image_header, e.g. cortex-m7-app)
+    gets only images with a valid header (UsageError otherwise, before any I/O).
 
     A read-protected chip can only be unprotected by erasing all of its flash; that
     happens only with allow_mass_erase. Progress goes to stderr when `progress` is
@@ -78,6 +80,7 @@ def flash_command(board: Board | str, port: str, baud: int | None, firmware: Pat
                          f"takes {MIN_BAUD} to {geometry.max_baud}")
     image = load_image(Path(firmware), geometry)
     sectors = image.plan(geometry)
+    _check_header(board, image)
     blocks = image.blocks()
     show = Progress(progress or sys.stderr.isatty())
     began = time.monotonic()
@@ -132,6 +135,22 @@ def flash_command(board: Board | str, port: str, baud: int | None, firmware: Pat
         "retries": client.retries_used,
         "seconds": round(time.monotonic() - began, 3),
     }
+
+
+def _check_header(board: Board, image: Image) -> None:
+    """A board whose bootloader checks an integrity header before GO ([flash] image_header)
+    gets only images that carry a valid one: anything else would be written and then
+    refused, so it is refused here, before the board is touched."""
+    if not board.get("flash.image_header"):
+        return
+    from .bootloader import image_problem
+    if len(image.segments) != 1:
+        raise UsageError(f"{image.path.name}: the bootloader of board '{board.name}' takes one contiguous image, "
+                         f"not {len(image.segments)} separate blocks")
+    problem = image_problem(board, image.segments[0].data)
+    if problem:
+        raise UsageError(f"{image.path.name}: {problem}; the bootloader of board '{board.name}' would refuse "
+                         f"to start it")
 
 
 def _erase(client: An3155Client, sectors: list[Sector], show: Progress) -> None:

@@ -11,7 +11,10 @@ The geometry comes from the board file's `[flash]` table, e.g. for an STM32F767:
 `sectors` lists runs of equal-sized erase units (pages or sectors) from `start` upward;
 the n-th unit is the page number the bootloader's erase commands take. Optional keys:
 `app_start` (where a .bin goes and below which nothing is written: a resident
-bootloader lives there; default `start`), `default_baud` and `max_baud` (115200).
+bootloader lives there; default `start`), `default_baud` and `max_baud` (115200), and
+`image_header` (a Python file in the board folder whose `problem(image)` says why the
+board's bootloader would refuse to start an image: `cuvil-sdk flash` checks it first;
+see sdk/flash/bootloader.py).
 """
 from __future__ import annotations
 
