@@ -685,6 +685,113 @@ def network(b, x):
     return [probs, cat]
 
 
+# --- shapes that reach every path of the Cortex-M DSP kernels (sdk/templates/cortex_m_dsp) -------
+# im2col fast path (c % 4 == 0: LDM/STM words; c % 4 != 0: LDR words + tail), border rows and
+# taps (c % 4 == 0: one run; otherwise per value), a single last pixel, odd channel counts;
+# depthwise 3x3 stride 1 (4-output blocks + tail outputs, channel chunks of the row ring) and
+# the general depthwise kernel; fully connected with partial quads; long pooling windows.
+@case((1, 8, 9, 11))
+def dsp_conv_c8_pad1(b, x):
+    """c % 4 == 0: whole-word im2col runs, border taps as one run, 9 x 11 = 99 pixels (odd)"""
+    return b.op("Relu", [b.conv(x[0], 8, 11, (3, 3), pads=[1, 1, 1, 1])])
+
+
+@case((1, 16, 7, 8))
+def dsp_conv_c16_s2_asym(b, x):
+    """16-byte LDM/STM runs, stride 2, asymmetric pads"""
+    return b.conv(x[0], 16, 6, (3, 3), strides=[2, 2], pads=[0, 1, 2, 0])
+
+
+@case((1, 1, 19, 10))
+def dsp_conv_c1_10x4_s2(b, x):
+    """one input channel, a 10 x 4 kernel with SAME padding (the DS-CNN stem)"""
+    return b.conv(x[0], 1, 9, (10, 4), strides=[2, 2], auto_pad="SAME_UPPER")
+
+
+@case((1, 6, 8, 7))
+def dsp_conv_c6_5x5(b, x):
+    """kernel rows of 30 bytes (7 words + 2), pads on every side"""
+    return b.conv(x[0], 6, 5, (5, 5), pads=[2, 1, 2, 3])
+
+
+@case((1, 32, 5, 5))
+def dsp_conv1x1_c32_odd_oc(b, x):
+    """a 1 x 1 GEMM over 25 pixels (a single last pixel), 15 output channels"""
+    return b.op("Relu", [b.conv(x[0], 32, 15, (1, 1))])
+
+
+@case((1, 12, 9, 11))
+def dsp_dw3x3_s1_pad1(b, x):
+    """depthwise 3 x 3 stride 1: 2 blocks of 4 outputs and 3 tail outputs per row"""
+    return b.op("Relu", [b.conv(x[0], 12, 12, (3, 3), group=12, pads=[1, 1, 1, 1])])
+
+
+@case((1, 7, 8, 6))
+def dsp_dw3x3_s1_c7(b, x):
+    """depthwise 3 x 3 stride 1, 7 channels (3 converted one by one), no padding, 1 block"""
+    return b.conv(x[0], 7, 7, (3, 3), group=7)
+
+
+@case((1, 40, 5, 30))
+def dsp_dw3x3_s1_chunks(b, x):
+    """rows of 40 channels x 32 columns do not fit the ring at once: channel chunks 16, 16, 8"""
+    return b.clip(b.conv(x[0], 40, 40, (3, 3), group=40, pads=[1, 1, 1, 1]), 0.0, 6.0)
+
+
+@case((1, 6, 9, 9))
+def dsp_dw3x3_s1_asym(b, x):
+    """depthwise 3 x 3 stride 1 with asymmetric pads (a zero plane for padded rows)"""
+    return b.conv(x[0], 6, 6, (3, 3), group=6, pads=[2, 0, 0, 2])
+
+
+@case((1, 2, 4, 11, 5))
+def dsp_dw3x3_s1_narrow_batch2(b, x):
+    """a narrow image (11 x 5, asymmetric pads) walked by its columns, batch of 2"""
+    return b.conv(b.reshape(x[0], [2, 4, 11, 5]), 4, 4, (3, 3), group=4, pads=[1, 0, 2, 1])
+
+
+@case((1, 5, 13, 6))
+def dsp_dw3x3_s2_narrow(b, x):
+    """stride 2 on a narrow image: walked by its columns, 5 channels"""
+    return b.op("Relu", [b.conv(x[0], 5, 5, (3, 3), group=5, strides=[2, 2], pads=[1, 1, 1, 1])])
+
+
+@case((1, 8, 9, 8))
+def dsp_dw_3x2_s21(b, x):
+    """the general depthwise kernel: 3 x 2 kernel, strides (2, 1)"""
+    return b.conv(x[0], 8, 8, (3, 2), group=8, strides=[2, 1], pads=[1, 0, 1, 1])
+
+
+@case((1, 300))
+def dsp_fc_k300(b, x):
+    """K' = 304: 38 SMLAD iterations, 8 outputs (two full quads)"""
+    return b.op("Relu", [b.gemm(x[0], 300, 8)])
+
+
+@case((1, 2, 33))
+def dsp_matmul_rows2_n6(b, x):
+    """two rows, 6 outputs (a full quad and a partial one)"""
+    return b.matmul(x[0], 33, 6)
+
+
+@case((1, 8, 20, 20))
+def dsp_global_avgpool_400(b, x):
+    """400 taps: the int16 lane sums are flushed into int32 on the way"""
+    return b.op("GlobalAveragePool", x)
+
+
+@case((1, 8, 9, 9))
+def dsp_maxpool_c8(b, x):
+    """4 channels per word, no tail"""
+    return b.op("MaxPool", x, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+
+
+@case((1, 8, 5, 7), (1, 8, 5, 7), ranges=((-2.0, 1.0), (-1.0, 3.0)))
+def dsp_add_words(b, x):
+    """280 elements: whole words only"""
+    return b.op("Relu", [b.op("Add", x)])
+
+
 # --- groups ------------------------------------------------------------------------------------
 def ids_with(prefix: str) -> list[str]:
     return [c for c in CASES if c.startswith(prefix)]
@@ -698,6 +805,7 @@ HOST_GROUPS: dict[str, list[str]] = {
                  ["relu", "clip_standalone", "leaky_relu", "sigmoid", "hardswish", "tanh"] + ids_with("softmax_")),
     "qdq_ties": ids_with("qdq_"),
     "network": ["network"],
+    "dsp_paths": ids_with("dsp_"),
 }
 assert sorted(c for g in HOST_GROUPS.values() for c in g) == sorted(CASES), "every case is in one host group"
 

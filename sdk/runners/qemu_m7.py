@@ -24,6 +24,7 @@ from ..errors import TargetError, ToolError
 
 Inputs = Union[bytes, Sequence[np.ndarray]]
 _STATS_LINE = re.compile(r"^sample (\d+) instructions (\d+)$")
+_LAYER_LINE = re.compile(r"^sample (\d+) layer (\d+) instructions (\d+)$")
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,11 @@ class FirmwareResult:
     output: bytes  # output.bin: every output of every sample, in order
     instructions: list[int]  # guest instructions per inference (SysTick ticks x 40)
     console: str  # what the firmware printed on UART0
+    # per sample {layer index: guest instructions} from layers.txt (firmware built with
+    # -D<NAME>_PROFILE, board key firmware.profile_layers); None when the firmware wrote none
+    layers: list[dict[int, int]] | None = None
+    # per sample {layer index: its output's raw bytes} from dumps.bin (debug builds, -D<NAME>_DEBUG_DUMP)
+    dumps: list[dict[int, bytes]] | None = None
 
     def outputs(self, sizes: Sequence[int], dtype: np.dtype | type = np.int8) -> list[np.ndarray]:
         """Split output.bin into one (samples, size) array per model output."""
@@ -106,7 +112,7 @@ def run_firmware(elf: Path, board: Board, inputs: Inputs, work_dir: Path | None 
 
 def _run(command: list[str], elf: Path, work: Path, data: bytes, samples: int,
          timeout_s: float) -> FirmwareResult:
-    for stale in ("output.bin", "stats.txt"):
+    for stale in ("output.bin", "stats.txt", "layers.txt", "dumps.bin"):
         (work / stale).unlink(missing_ok=True)
     (work / "input.bin").write_bytes(data)
     # A session of its own, so that a timeout kills QEMU and anything it started.
@@ -129,7 +135,9 @@ def _run(command: list[str], elf: Path, work: Path, data: bytes, samples: int,
         raise TargetError(f"firmware {elf.name} failed ({how}): {line}")
     instructions = _read_stats(work / "stats.txt", samples)
     output = (work / "output.bin").read_bytes() if (work / "output.bin").exists() else b""
-    return FirmwareResult(samples, output, instructions, console)
+    layers = _read_layers(work / "layers.txt", samples)
+    dumps = _read_dumps(work / "dumps.bin", samples)
+    return FirmwareResult(samples, output, instructions, console, layers, dumps)
 
 
 def _read_stats(path: Path, samples: int) -> list[int]:
@@ -144,3 +152,34 @@ def _read_stats(path: Path, samples: int) -> list[int]:
     if len(counts) != samples:
         raise TargetError(f"stats.txt has {len(counts)} samples, expected {samples}")
     return counts
+
+
+def _read_layers(path: Path, samples: int) -> list[dict[int, int]] | None:
+    """layers.txt: 'sample <i> layer <j> instructions <n>' lines, samples in order."""
+    if not path.exists():
+        return None
+    per_sample: list[dict[int, int]] = [{} for _ in range(samples)]
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        m = _LAYER_LINE.match(line.strip())
+        if not m or int(m.group(1)) >= samples:
+            raise TargetError(f"layers.txt line {number} is not 'sample <i> layer <j> instructions <n>': {line!r}")
+        per_sample[int(m.group(1))][int(m.group(2))] = int(m.group(3))
+    return per_sample
+
+
+def _read_dumps(path: Path, samples: int) -> list[dict[int, bytes]] | None:
+    """dumps.bin: records [uint32 sample][uint32 layer][uint32 bytes][bytes], little-endian."""
+    if not path.exists():
+        return None
+    data = path.read_bytes()
+    per_sample: list[dict[int, bytes]] = [{} for _ in range(samples)]
+    at = 0
+    while at < len(data):
+        if at + 12 > len(data):
+            raise TargetError(f"dumps.bin is cut short at byte {at}")
+        sample, layer, size = struct.unpack_from("<III", data, at)
+        if sample >= samples or at + 12 + size > len(data):
+            raise TargetError(f"dumps.bin record at byte {at} is invalid (sample {sample}, {size} bytes)")
+        per_sample[sample][layer] = data[at + 12:at + 12 + size]
+        at += 12 + size
+    return per_sample

@@ -1,0 +1,203 @@
+"""Cortex-M7 DSP kernels (sdk/templates/cortex_m_dsp, chosen by sdk/codegen/kset_cortex_m_dsp.py):
+bit for bit equal to the portable kernels and to the numpy integer reference.
+
+The board `cortex-m7` uses the cortex_m_dsp set (portable as the fallback) and
+`cortex-m7-portable` the portable kernels only; both run under qemu-system-arm. The case
+grid is kernel_cases.py's: its Cortex-M7 groups plus `dsp_paths`, shapes chosen to reach
+every path of every DSP kernel (odd channel counts and tails, strides, pads, depthwise 3x3
+stride 1 and 2 and the general depthwise kernel, 1x1, channel chunks, long pooling windows).
+Each group is one multi-output model built for both boards; the same samples run on both
+and the int8 outputs are compared with each other and with run_quantized_model. The example
+models (digits, ResNet-8, the FC autoencoder) are compared the same way.
+
+Host-only checks (fast): the requantization shortcut of the DSP kernels against the
+reference rule, the shared blocks of the headers, and the portable board file.
+A missing arm-none-eabi-gcc, qemu-system-arm or scons makes these tests fail, never skip.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import tomllib
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import kernel_cases as kc
+from cuvil_sdk.boards import get_board
+from cuvil_sdk.codegen import kset_cortex_m_dsp as kset
+from cuvil_sdk.commands import run_samples
+from cuvil_sdk.quant.requant import quantize_multiplier, requant
+from cuvil_sdk.reference import run_quantized_model
+from models import EXAMPLES, reference_graph, request
+
+DSP, PORTABLE, PROFILE = "cortex-m7", "cortex-m7-portable", "lite"
+TOOLS = ["arm-none-eabi-gcc", "arm-none-eabi-objcopy", "qemu-system-arm", "scons"]
+TEMPLATES = kc.ROOT / "sdk" / "templates" / "cortex_m_dsp"
+GROUPS = {**kc.M7_GROUPS, "dsp_paths": kc.ids_with("dsp_")}
+DSP_KERNELS = {"conv2d_s8_dsp", "conv2d_s8_dsp_dw", "conv2d_s8_dsp_dw3x3", "fc_s8_dsp", "maxpool_s8_dsp",
+               "avgpool_s8_dsp", "add_s8_dsp"}
+FLOAT_SAMPLES, INT8_SAMPLES = 3, 3
+RNG = np.random.default_rng(11)
+
+
+# --- host-only ------------------------------------------------------------------------------------
+def test_fast_requant_equals_the_reference_rule():
+    """cuvil_rq's three instructions (hi32(acc*M) + rnd) >> s, saturated, in int64 numpy, equal
+    zy + requant(acc) over random accumulators, multipliers, shifts and zero points, including
+    rounding ties; refused where it would not be exact."""
+    for _ in range(200):
+        real = float(np.exp(RNG.uniform(np.log(1e-7), np.log(0.24))))
+        m, s = quantize_multiplier(real)
+        zy = int(RNG.integers(-128, 128))
+        bound = int(RNG.integers(1, 2**24))
+        q = kset.fast_requant(np.array([m]), np.array([s]), zy, bound)
+        assert q is not None, (real, m, s)
+        acc = RNG.integers(-bound, bound + 1, 400, dtype=np.int64)
+        ties = ((np.arange(-20, 20) * 2 + 1) << (s - 1)) // m  # accumulators near x.5
+        acc = np.concatenate([acc, ties[np.abs(ties) <= bound], [0, bound, -bound]])
+        mm, rnd, sh = (int(v) for v in q[0])
+        got = np.clip(((acc * mm) >> 32) + rnd >> sh, -128, 127)
+        want = np.clip(requant(acc, m, s) + zy, -128, 127)
+        assert np.array_equal(got, want), (real, m, s, zy)
+    assert kset.fast_requant(np.array([2**30]), np.array([32]), 0, 1000) is None  # S < 33
+    assert kset.fast_requant(np.array([2**30]), np.array([60]), 127, 2**31) is None  # int32 overflow
+
+
+def test_shared_header_blocks_are_identical():
+    """Each header carries its own copy of the shared blocks (a generated project copies only
+    the headers it uses); every copy must be the same text."""
+    blocks: dict[str, set[str]] = {}
+    for header in sorted(TEMPLATES.glob("*.h")):
+        text = header.read_text()
+        for name, body in re.findall(r"/\* ---- (cuvil_dsp_\w+) (.*?)/\* ---- end \1 ---- \*/", text, re.S):
+            blocks.setdefault(name, set()).add(body)
+    assert set(blocks) >= {"cuvil_dsp_common", "cuvil_dsp_gemm", "cuvil_dsp_dwrow"}
+    for name, copies in blocks.items():
+        assert len(copies) == 1, f"the copies of {name} differ between headers"
+
+
+def test_every_dsp_kernel_has_a_header_and_a_rule():
+    assert {p.stem for p in TEMPLATES.glob("*.h")} == DSP_KERNELS
+    assert get_board(DSP).kernels == ("cortex_m_dsp",) and get_board(PORTABLE).kernels == ("portable",)
+
+
+def test_portable_board_file_is_board_toml_with_portable_kernels():
+    """board_portable.toml is board.toml but for name, description, kernels and the flash
+    section (real boards only): the comparison is of kernels alone."""
+    folder = kc.ROOT / "targets" / "cortex_m7"
+    dsp = tomllib.loads((folder / "board.toml").read_text())
+    portable = tomllib.loads((folder / "board_portable.toml").read_text())
+    for key in ("name", "description", "kernels", "flash"):
+        dsp.pop(key, None)
+        portable.pop(key, None)
+    assert dsp == portable
+
+
+# --- the case grid on QEMU ------------------------------------------------------------------------
+@dataclass
+class Pair:
+    net: kc.Net
+    info: dict[str, dict]  # board -> build info (manifest)
+    raw: dict[str, list]  # board -> run_samples' raw int8 outputs, per output (samples, size)
+    want: list  # per sample {output: int8 array}
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    def make(group: str) -> Pair:
+        folder = tmp_path_factory.mktemp(f"dsp_{group}")
+        net = kc.save_net(kc.make_net(f"dsp_{group}", GROUPS[group]), folder)
+        g = kc.reference_graph(net, DSP, PROFILE, "int8")
+        samples = kc.float_samples(net, FLOAT_SAMPLES, seed=31)
+        samples += kc.dequantized(g, kc.int8_samples(g, INT8_SAMPLES, seed=32))
+        info, raw = {}, {}
+        for board in (DSP, PORTABLE):
+            info[board] = kc.build(net, folder / board, board, PROFILE, "int8")
+            raw[board] = run_samples(get_board(board), info[board], samples, False)["raw"]
+        return Pair(net, info, raw, [run_quantized_model(g, s)[0] for s in samples])
+    return kc.Lazy(make)
+
+
+def test_m7_dsp_tools_present():
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    assert not missing, f"missing tools: {missing} (these tests never skip)"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("group", list(GROUPS))
+def test_dsp_build_equals_portable_build(grid, group):
+    run = grid(group)
+    names = [t["name"] for t in run.info[DSP]["outputs"]]
+    for name, got, want in zip(names, run.raw[DSP], run.raw[PORTABLE]):
+        assert np.array_equal(got, want), f"{group} output {name}: {kc.mismatch(got, want)}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("group, cid", [pytest.param(g, c, id=c) for g, ids in GROUPS.items() for c in ids])
+def test_dsp_kernel_bit_exact(grid, group, cid):
+    run = grid(group)
+    index = {t["name"]: i for i, t in enumerate(run.info[DSP]["outputs"])}
+    for y in run.net.outputs[cid]:
+        raw = run.raw[DSP][index[y]]
+        for i, want in enumerate(run.want):
+            got = raw[i].reshape(want[y].shape)
+            assert np.array_equal(got, want[y]), f"{cid} output {y}, sample {i}: {kc.mismatch(got, want[y])}"
+
+
+@pytest.mark.slow
+def test_every_dsp_kernel_ran_and_every_dsp_case_reached_one(grid):
+    """The grid is not vacuous: each DSP kernel was chosen somewhere, and each dsp_ case's
+    weighted or pooling layer went to a DSP kernel (not the portable fallback)."""
+    used = {layer["kernel"] for group in GROUPS for layer in grid(group).info[DSP]["layers"]}
+    assert DSP_KERNELS <= used, f"never chosen: {sorted(DSP_KERNELS - used)}"
+    layers = grid("dsp_paths").info[DSP]["layers"]
+    kinds = ("Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Add")
+    for cid in GROUPS["dsp_paths"]:
+        mine = [layer for layer in layers if layer["name"].startswith(cid + "_") and layer["op"] in kinds]
+        assert mine and all(layer["kernel"] in DSP_KERNELS for layer in mine), (cid, mine)
+    portable = {layer["kernel"] for group in GROUPS for layer in grid(group).info[PORTABLE]["layers"]}
+    assert not portable & DSP_KERNELS
+
+
+# --- the example models ---------------------------------------------------------------------------
+MODELS = {"digits": ("digits_cnn.onnx", 24), "resnet8": ("resnet8_fp32.onnx", 2), "ad": ("ad_fp32.onnx", 3)}
+
+
+@pytest.fixture(scope="module")
+def calib_files(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("dsp-models")
+    rng = np.random.default_rng(5)
+    np.save(tmp / "digits.npy", np.load(EXAMPLES / "digits_data.npz")["calib"])
+    np.save(tmp / "resnet8.npy", rng.random((16, 3, 32, 32), dtype=np.float32))
+    np.save(tmp / "ad.npy", rng.random((16, 640), dtype=np.float32))
+    return tmp
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", list(MODELS))
+def test_example_model_dsp_equals_portable_equals_reference(calib_files, model, tmp_path):
+    from cuvil_sdk.commands import do_build
+    onnx_name, count = MODELS[model]
+    calib = calib_files / f"{model}.npy"
+    if model == "digits":
+        x = np.load(EXAMPLES / "digits_data.npz")["x_test"][:count]
+    else:
+        x = np.random.default_rng(6).random((count, *np.load(calib).shape[1:]), dtype=np.float32)
+    outputs, kernels = {}, {}
+    for board in (DSP, PORTABLE):
+        req = request(onnx_name, board, PROFILE, calib)
+        info = do_build(req, tmp_path / board, 2)
+        name = info["inputs"][0]["name"]
+        samples = [{name: x[i:i + 1].reshape(info["inputs"][0]["shape"])} for i in range(count)]
+        result = run_samples(req.board, info, samples, False)
+        outputs[board] = result["raw"]
+        kernels[board] = {layer["kernel"] for layer in info["layers"]}
+    assert kernels[DSP] & DSP_KERNELS and not kernels[PORTABLE] & DSP_KERNELS
+    g = reference_graph(request(onnx_name, DSP, PROFILE, calib))
+    want = [np.stack([run_quantized_model(g, {g.inputs[0]: x[i:i + 1]})[0][o].reshape(-1) for i in range(count)])
+            for o in g.outputs]
+    for got_dsp, got_portable, ref in zip(outputs[DSP], outputs[PORTABLE], want):
+        assert np.array_equal(got_dsp, got_portable), kc.mismatch(got_dsp, got_portable)
+        assert np.array_equal(got_portable, ref), kc.mismatch(got_portable, ref)

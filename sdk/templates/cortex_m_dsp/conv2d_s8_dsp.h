@@ -1,0 +1,383 @@
+/* Cortex-M DSP (Armv7E-M) kernel set, cuvil-sdk. Generated code, do not edit.
+ * conv2d_s8_dsp: im2col + SMLAD GEMM convolution; layouts and constants come from
+ * cuvil_sdk/codegen/kset_cortex_m_dsp.py. */
+/* ---- cuvil_dsp_common (identical in every cortex_m_dsp header; the first one included wins) ---- */
+#ifndef CUVIL_DSP_COMMON_H
+#define CUVIL_DSP_COMMON_H
+#include <stdint.h>
+#include <string.h>
+#if !defined(__ARM_FEATURE_DSP) || !defined(__thumb2__)
+#error "the cortex_m_dsp kernels need the Armv7E-M DSP extension (-mcpu=cortex-m7 -mthumb)"
+#endif
+
+/* Unaligned 32/16-bit accesses (LDR/STR/LDRH/STRH allow them on Armv7-M; LDRD/LDM do not). */
+static inline uint32_t cuvil_ld32(const void *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline void cuvil_st32(void *p, uint32_t v) { memcpy(p, &v, 4); }
+static inline void cuvil_st16(void *p, uint32_t v) { uint16_t h = (uint16_t)v; memcpy(p, &h, 2); }
+
+/* a + sign-extended bytes 0 and 2 of x (two 16-bit lanes); _r8: bytes 1 and 3. */
+static inline uint32_t cuvil_sxtab16(uint32_t a, uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+}
+static inline uint32_t cuvil_sxtab16_r8(uint32_t a, uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+}
+static inline uint32_t cuvil_smlad(uint32_t x, uint32_t y, uint32_t acc)
+{
+    uint32_t r;
+    __asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(x), "r"(y), "r"(acc));
+    return r;
+}
+
+/* The rounding rule of cuvil_requant for a shift S >= 33 (checked in Python), in three
+ * instructions: with s = S - 32, (acc * M + 2^(S-1)) >> S == (hi32(acc * M) + 2^(s-1)) >> s,
+ * and the output zero point is folded in: rnd = 2^(s-1) + (zy << s) (Python checks that it
+ * cannot overflow). q = {M, rnd, s}; the result is saturated to int8. */
+static inline int32_t cuvil_rq(int32_t acc, int32_t m, int32_t rnd, int32_t s)
+{
+    int32_t r;
+    __asm__("smmla %0, %1, %2, %3" : "=r"(r) : "r"(acc), "r"(m), "r"(rnd));
+    r >>= s;
+    __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(r));
+    return r;
+}
+
+/* Four int8 lanes clamped to [lo, hi] (lo4/hi4: the bound in every byte). */
+static inline uint32_t cuvil_clamp4(uint32_t v, uint32_t lo4, uint32_t hi4)
+{
+    uint32_t t;
+    __asm__("ssub8 %[t], %[v], %[lo]\n\t"
+            "sel %[v], %[v], %[lo]\n\t"
+            "ssub8 %[t], %[hi], %[v]\n\t"
+            "sel %[v], %[v], %[hi]"
+            : [v] "+r"(v), [t] "=&r"(t) : [lo] "r"(lo4), [hi] "r"(hi4) : "cc");
+    return v;
+}
+
+/* Bytes b0 | b1 << 8 | b2 << 16 | b3 << 24 of four int8 results. */
+static inline uint32_t cuvil_pack4(int32_t b0, int32_t b1, int32_t b2, int32_t b3)
+{
+    uint32_t v = (uint32_t)b0;
+    __asm__("bfi %0, %1, #8, #8\n\t"
+            "bfi %0, %2, #16, #8\n\t"
+            "bfi %0, %3, #24, #8"
+            : "+&r"(v) : "r"(b1), "r"(b2), "r"(b3));
+    return v;
+}
+#endif /* CUVIL_DSP_COMMON_H */
+/* ---- end cuvil_dsp_common ---- */
+/* ---- cuvil_dsp_gemm (identical in every cortex_m_dsp header that multiplies int16 columns) ----
+ * Layouts (made at compile time by kset_cortex_m_dsp.py):
+ *  - a column is K' int16 values (x - zx) of one output pixel, K' a multiple of 8, 32-bit
+ *    aligned; the two pixels' columns are col0 and col1;
+ *  - one flash stream per pair of output channels (2j, 2j+1), 32-bit aligned:
+ *      [bias 2j, bias 2j, bias 2j+1, bias 2j+1]                                  4 words
+ *      K'/4 groups of [4 int16 weights of oc 2j][4 int16 weights of oc 2j+1]     K' words
+ *      [M, rnd, s of oc 2j][M, rnd, s of oc 2j+1]   (cuvil_rq)                   6 words
+ *    an odd channel count ends with a pair whose second channel is all zero.
+ * One SMLAD multiplies a pair of column values by a pair of weights: 2 MACs. */
+#ifndef CUVIL_DSP_GEMM_H
+#define CUVIL_DSP_GEMM_H
+#define CUVIL_DSP_COL_WORDS 1024 /* im2col buffer (stack): 4 KiB, two columns of K' <= 1024 values */
+
+struct cuvil_gemm {
+    const uint32_t *col0, *col1; /* 0, 4: the two pixels' columns */
+    int32_t n8;          /* 8: K' / 8 */
+    int8_t *out;         /* 12: pixel 0's output channel 2j (advanced by 2 per pair) */
+    int32_t oc;          /* 16: output channels = offset of pixel 1's outputs */
+    uint32_t lo4, hi4;   /* 20, 24: output clamp in every byte */
+    const int16_t *end;  /* 28: stream end of the full pairs */
+    const int16_t *w;    /* 32: stream position */
+};
+
+/* Two pixels x every full pair of output channels: bias, 2x2 SMLAD blocks over K' (8 values
+ * per iteration), requantization, clamp and two 16-bit stores per pair, all in registers. */
+static void __attribute__((noinline)) cuvil_gemm2x2_pairs(struct cuvil_gemm *g)
+{
+    register const int16_t *w __asm__("r1") = g->w;
+    register struct cuvil_gemm *gr __asm__("r2") = g;
+    struct cuvil_gemm *volatile save = g; /* r2 holds pixel 1's column in the inner loop */
+    __asm__ volatile(
+        "2:\n\t"
+        "ldmia r1!, {r8, r9, r10, r11}\n\t"
+        "ldr r12, [r2, #8]\n\t"
+        "ldrd r3, r2, [r2, #0]\n\t"
+        "1:\n\t"
+        "ldmia r1!, {r4, r5, r6, r7}\n\t"
+        "ldrd lr, r0, [r3], #8\n\t"
+        "smlad r8, lr, r4, r8\n\t"
+        "smlad r8, r0, r5, r8\n\t"
+        "smlad r10, lr, r6, r10\n\t"
+        "smlad r10, r0, r7, r10\n\t"
+        "ldrd lr, r0, [r2], #8\n\t"
+        "smlad r9, lr, r4, r9\n\t"
+        "smlad r9, r0, r5, r9\n\t"
+        "smlad r11, lr, r6, r11\n\t"
+        "smlad r11, r0, r7, r11\n\t"
+        "ldmia r1!, {r4, r5, r6, r7}\n\t"
+        "ldrd lr, r0, [r3], #8\n\t"
+        "smlad r8, lr, r4, r8\n\t"
+        "smlad r8, r0, r5, r8\n\t"
+        "smlad r10, lr, r6, r10\n\t"
+        "smlad r10, r0, r7, r10\n\t"
+        "ldrd lr, r0, [r2], #8\n\t"
+        "smlad r9, lr, r4, r9\n\t"
+        "smlad r9, r0, r5, r9\n\t"
+        "smlad r11, lr, r6, r11\n\t"
+        "smlad r11, r0, r7, r11\n\t"
+        "subs r12, r12, #1\n\t"
+        "bne 1b\n\t"
+        "ldr r2, %[save]\n\t"
+        "ldmia r1!, {r0, r3, r4, r5, r6, r7}\n\t"
+        "smmla r8, r8, r0, r3\n\t"
+        "smmla r9, r9, r0, r3\n\t"
+        "smmla r10, r10, r5, r6\n\t"
+        "smmla r11, r11, r5, r6\n\t"
+        "asr r8, r8, r4\n\t"
+        "asr r9, r9, r4\n\t"
+        "asr r10, r10, r7\n\t"
+        "asr r11, r11, r7\n\t"
+        "ssat r8, #8, r8\n\t"
+        "ssat r9, #8, r9\n\t"
+        "ssat r10, #8, r10\n\t"
+        "ssat r11, #8, r11\n\t"
+        "bfi r8, r10, #8, #8\n\t"
+        "bfi r8, r9, #16, #8\n\t"
+        "bfi r8, r11, #24, #8\n\t"
+        "ldrd r0, r3, [r2, #20]\n\t"
+        "ssub8 r4, r8, r0\n\t"
+        "sel r8, r8, r0\n\t"
+        "ssub8 r4, r3, r8\n\t"
+        "sel r8, r8, r3\n\t"
+        "ldrd r0, r3, [r2, #12]\n\t"
+        "lsr r4, r8, #16\n\t"
+        "strh r4, [r0, r3]\n\t"
+        "strh r8, [r0], #2\n\t"
+        "str r0, [r2, #12]\n\t"
+        "ldr r0, [r2, #28]\n\t"
+        "cmp r1, r0\n\t"
+        "bne 2b"
+        : "+r"(w)
+        : "r"(gr), [save] "m"(save)
+        : "r0", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+    g->w = w;
+}
+
+/* The portable-speed path of the same stream for what cuvil_gemm2x2_pairs does not do: one
+ * pair (the last of an odd channel count: its second channel is not stored) for one or two
+ * pixels (`two`). Returns the stream position after the pair. */
+static const int16_t *cuvil_gemm_pair_c(const int16_t *w, const struct cuvil_gemm *g, int two, int both)
+{
+    int32_t a[4];
+    for (int i = 0; i < 4; i++, w += 2) a[i] = (int32_t)cuvil_ld32(w);
+    const uint32_t *p0 = g->col0, *p1 = g->col1;
+    for (int k = 0; k < 2 * g->n8; k++, w += 8, p0 += 2, p1 += 2) {
+        const uint32_t w0 = cuvil_ld32(w), w1 = cuvil_ld32(w + 2), w2 = cuvil_ld32(w + 4), w3 = cuvil_ld32(w + 6);
+        a[0] = (int32_t)cuvil_smlad(p0[1], w1, cuvil_smlad(p0[0], w0, (uint32_t)a[0]));
+        a[2] = (int32_t)cuvil_smlad(p0[1], w3, cuvil_smlad(p0[0], w2, (uint32_t)a[2]));
+        if (two) {
+            a[1] = (int32_t)cuvil_smlad(p1[1], w1, cuvil_smlad(p1[0], w0, (uint32_t)a[1]));
+            a[3] = (int32_t)cuvil_smlad(p1[1], w3, cuvil_smlad(p1[0], w2, (uint32_t)a[3]));
+        }
+    }
+    int32_t q[6];
+    for (int i = 0; i < 6; i++, w += 2) q[i] = (int32_t)cuvil_ld32(w);
+    const int32_t y00 = cuvil_rq(a[0], q[0], q[1], q[2]), y01 = cuvil_rq(a[1], q[0], q[1], q[2]);
+    const int32_t y10 = cuvil_rq(a[2], q[3], q[4], q[5]), y11 = cuvil_rq(a[3], q[3], q[4], q[5]);
+    const uint32_t v = cuvil_clamp4(cuvil_pack4(y00, y10, y01, y11), g->lo4, g->hi4);
+    int8_t *o = g->out;
+    o[0] = (int8_t)v;
+    if (both) o[1] = (int8_t)(v >> 8);
+    if (two) {
+        o[g->oc] = (int8_t)(v >> 16);
+        if (both) o[g->oc + 1] = (int8_t)(v >> 24);
+    }
+    return w;
+}
+#endif /* CUVIL_DSP_GEMM_H */
+/* ---- end cuvil_dsp_gemm ---- */
+/* Whole 4-byte groups of a run of input bytes into a column: each word [b0 b1 b2 b3] becomes
+ * the pairs [b0 b2] [b1 b3] (SXTAB16 also subtracts zx). Returns the column's next word. */
+static inline uint32_t *cuvil_col_words(const int8_t *src, uint32_t *o, int nw, uint32_t nzx2)
+{
+    if (nw >= 4 && ((uintptr_t)src & 3u) == 0u) { /* 16 bytes: LDM, 8 SXTAB16, 2 STM */
+        int n16 = nw >> 2;
+        nw &= 3;
+        __asm__ volatile(
+            "1:\n\t"
+            "ldmia %[s]!, {r4, r5, r6, r7}\n\t"
+            "sxtab16 r8, %[z], r4\n\t"
+            "sxtab16 r9, %[z], r4, ror #8\n\t"
+            "sxtab16 r10, %[z], r5\n\t"
+            "sxtab16 r11, %[z], r5, ror #8\n\t"
+            "stmia %[o]!, {r8, r9, r10, r11}\n\t"
+            "sxtab16 r4, %[z], r6\n\t"
+            "sxtab16 r5, %[z], r6, ror #8\n\t"
+            "sxtab16 r6, %[z], r7\n\t"
+            "sxtab16 r7, %[z], r7, ror #8\n\t"
+            "stmia %[o]!, {r4, r5, r6, r7}\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b"
+            : [s] "+r"(src), [o] "+r"(o), [n] "+r"(n16)
+            : [z] "r"(nzx2)
+            : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "cc", "memory");
+    }
+    for (; nw > 0; nw--, src += 4, o += 2) {
+        const uint32_t v = cuvil_ld32(src);
+        o[0] = cuvil_sxtab16(nzx2, v);
+        o[1] = cuvil_sxtab16_r8(nzx2, v);
+    }
+    return o;
+}
+
+struct cuvil_im2col {
+    const int8_t *in; /* the image (batch item) */
+    int h, w, c, kh, kw, seg, nw, tail;
+    long rowbytes;
+    uint32_t nzx2;
+    int32_t zx;
+};
+
+/* The column of a pixel whose window has padding, or whose kernel-row runs are not whole
+ * words (see cuvil_im2col). */
+static void __attribute__((noinline)) cuvil_im2col_border(const struct cuvil_im2col *m, uint32_t *d, int iy0, int ix0)
+{
+    const int c = m->c, w = m->w, seg = m->seg, len = m->kw * c, nw = m->nw;
+    const int32_t zx = m->zx;
+    const int rowfull = ix0 >= 0 && ix0 + m->kw <= w;
+    for (int ky = 0; ky < m->kh; ky++, d += seg >> 1) {
+        const int iy = iy0 + ky;
+        if (iy < 0 || iy >= m->h) {
+            for (int p = 0; p < seg; p += 2) d[p >> 1] = 0u;
+            continue;
+        }
+        const int8_t *row = m->in + (long)iy * m->rowbytes;
+        if (rowfull) {
+            const int8_t *src = row + (long)ix0 * c;
+            uint32_t *o = cuvil_col_words(src, d, nw, m->nzx2);
+            if (m->tail) {
+                src += 4 * nw;
+                const int32_t e1 = m->tail > 1 ? src[1] - zx : 0;
+                o[0] = ((uint32_t)(src[0] - zx) & 0xFFFFu) | ((uint32_t)e1 << 16);
+                if (m->tail == 3) o[1] = (uint32_t)(src[2] - zx) & 0xFFFFu;
+            }
+        } else if ((c & 3) == 0) {
+            /* valid taps kx0..kx1-1 are one contiguous run; the others are zeros */
+            const int kx0 = ix0 < 0 ? -ix0 : 0, kx1 = ix0 + m->kw > w ? w - ix0 : m->kw;
+            uint32_t *o = d;
+            for (int k = 0; k < kx0 * c; k += 4, o += 2) o[0] = o[1] = 0u;
+            if (kx1 > kx0) o = cuvil_col_words(row + (long)(ix0 + kx0) * c, o, (kx1 - kx0) * c >> 2, m->nzx2);
+            for (int k = (kx1 > kx0 ? kx1 : kx0) * c; k < len; k += 4, o += 2) o[0] = o[1] = 0u;
+        } else {
+            /* the row with zx in the padded taps (x - zx = 0 there), converted as a full row */
+            int8_t run[CUVIL_DSP_COL_WORDS] __attribute__((aligned(4)));
+            for (int kx = 0; kx < m->kw; kx++) {
+                const int ix = ix0 + kx;
+                int8_t *r = run + kx * c;
+                if (ix < 0 || ix >= w) {
+                    for (int i = 0; i < c; i++) r[i] = (int8_t)zx;
+                } else {
+                    for (int i = 0; i < c; i++) r[i] = row[(long)ix * c + i];
+                }
+            }
+            uint32_t *o = cuvil_col_words(run, d, nw, m->nzx2);
+            if (m->tail) {
+                const int8_t *t = run + 4 * nw;
+                const int32_t e1 = m->tail > 1 ? t[1] - zx : 0;
+                o[0] = ((uint32_t)(t[0] - zx) & 0xFFFFu) | ((uint32_t)e1 << 16);
+                if (m->tail == 3) o[1] = (uint32_t)(t[2] - zx) & 0xFFFFu;
+            }
+        }
+    }
+}
+
+/* One pixel's column into d.
+ * Per kernel row ky a segment of `seg` values (kw*c rounded up to even): the kw*c input bytes
+ * are contiguous in NHWC; whole 4-byte groups go in as [b0 b2] [b1 b3], the last 1-3 bytes in
+ * order, then a zero if kw*c is odd. Padded taps are 0 = zx - zx: the portable kernel's sum
+ * over valid taps, exactly. A window inside the image with whole-word runs is the fast path. */
+static inline void cuvil_im2col(const struct cuvil_im2col *m, uint32_t *d, int iy0, int ix0)
+{
+    if (iy0 >= 0 && iy0 + m->kh <= m->h && ix0 >= 0 && ix0 + m->kw <= m->w) {
+        const int8_t *src = m->in + (long)iy0 * m->rowbytes + (long)ix0 * m->c;
+        const int tail = m->tail;
+        for (int ky = 0; ky < m->kh; ky++, src += m->rowbytes, d += m->seg >> 1) {
+            uint32_t *o = cuvil_col_words(src, d, m->nw, m->nzx2);
+            if (tail) {
+                const int8_t *t = src + 4 * m->nw;
+                const int32_t zx = m->zx, e1 = tail > 1 ? t[1] - zx : 0;
+                o[0] = ((uint32_t)(t[0] - zx) & 0xFFFFu) | ((uint32_t)e1 << 16);
+                if (tail == 3) o[1] = (uint32_t)(t[2] - zx) & 0xFFFFu;
+            }
+        }
+    } else {
+        cuvil_im2col_border(m, d, iy0, ix0);
+    }
+}
+
+struct cuvil_conv {
+    struct cuvil_im2col m;
+    struct cuvil_gemm g;
+    const int16_t *w;
+    int8_t *out;
+    long pixels, image;
+    int oh, ow, sh, sw, pt, pl, oc, kp, kh, seg;
+};
+
+/* The pixel loop of conv2d_s8_dsp (a separate function: its frame is small, so every field
+ * is one load away while the 4 KiB column lives in the caller's frame). */
+static void __attribute__((noinline)) cuvil_conv_run(struct cuvil_conv *k)
+{
+    uint32_t *col[2] = {(uint32_t *)k->g.col0, (uint32_t *)k->g.col1};
+    for (int i = (k->kh * k->seg) >> 1; i < k->kp >> 1; i++) col[0][i] = col[1][i] = 0u; /* after the last row */
+    const int full = k->oc >> 1;
+    int oy = 0, ox = 0, iy0 = -k->pt, ix0 = -k->pl;
+    for (long p = 0; p < k->pixels; p += 2) {
+        const int two = p + 1 < k->pixels;
+        for (int s = 0; s <= two; s++) {
+            cuvil_im2col(&k->m, col[s], iy0, ix0);
+            ix0 += k->sw;
+            if (++ox == k->ow) {
+                ox = 0;
+                ix0 = -k->pl;
+                iy0 += k->sh;
+                if (++oy == k->oh) {
+                    oy = 0;
+                    iy0 = -k->pt;
+                    k->m.in += k->image;
+                }
+            }
+        }
+        k->g.out = k->out + p * k->oc;
+        k->g.w = k->w;
+        if (two && full > 0) {
+            cuvil_gemm2x2_pairs(&k->g);
+        } else {
+            for (int j = 0; j < full; j++, k->g.out += 2) k->g.w = cuvil_gemm_pair_c(k->g.w, &k->g, two, 1);
+        }
+        if (k->oc & 1) cuvil_gemm_pair_c(k->g.w, &k->g, two, 0);
+    }
+}
+
+/* int8 2-D convolution (groups 1, dilation 1), NHWC, as conv2d_s8 bit for bit: im2col of two
+ * output pixels into int16 (x - zx), then cuvil_gemm2x2_pairs over the channel-pair streams
+ * of `w` (see "cuvil_dsp_gemm"); a last single pixel or odd channel in C.
+ * seg: column values per kernel row; kp: K' (a multiple of 8, <= CUVIL_DSP_COL_WORDS);
+ * nzx2: -zx in both 16-bit halves; lo4/hi4: the output clamp in every byte. */
+static void conv2d_s8_dsp(const int8_t *in, int8_t *out, const int16_t *w, int n, int h, int wd, int c, int oh, int ow,
+                          int oc, int kh, int kw, int sh, int sw, int pt, int pl, int seg, int kp, uint32_t nzx2,
+                          int32_t zx, uint32_t lo4, uint32_t hi4)
+{
+    uint32_t col[CUVIL_DSP_COL_WORDS] __attribute__((aligned(8)));
+    struct cuvil_conv k = {
+        {in, h, wd, c, kh, kw, seg, (kw * c) >> 2, (kw * c) & 3, (long)wd * c, nzx2, zx},
+        {col, col + CUVIL_DSP_COL_WORDS / 2, kp >> 3, out, oc, lo4, hi4, w + (long)(oc >> 1) * (kp * 2 + 20), w},
+        w, out, (long)n * oh * ow, (long)h * wd * c, oh, ow, sh, sw, pt, pl, oc, kp, kh, seg};
+    cuvil_conv_run(&k);
+}

@@ -1,0 +1,210 @@
+/* Cortex-M DSP (Armv7E-M) kernel set, cuvil-sdk. Generated code, do not edit.
+ * fc_s8_dsp: fully connected with an int16 input column and 1x4 SMLAD blocks; layouts and
+ * constants come from cuvil_sdk/codegen/kset_cortex_m_dsp.py. */
+/* ---- cuvil_dsp_common (identical in every cortex_m_dsp header; the first one included wins) ---- */
+#ifndef CUVIL_DSP_COMMON_H
+#define CUVIL_DSP_COMMON_H
+#include <stdint.h>
+#include <string.h>
+#if !defined(__ARM_FEATURE_DSP) || !defined(__thumb2__)
+#error "the cortex_m_dsp kernels need the Armv7E-M DSP extension (-mcpu=cortex-m7 -mthumb)"
+#endif
+
+/* Unaligned 32/16-bit accesses (LDR/STR/LDRH/STRH allow them on Armv7-M; LDRD/LDM do not). */
+static inline uint32_t cuvil_ld32(const void *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline void cuvil_st32(void *p, uint32_t v) { memcpy(p, &v, 4); }
+static inline void cuvil_st16(void *p, uint32_t v) { uint16_t h = (uint16_t)v; memcpy(p, &h, 2); }
+
+/* a + sign-extended bytes 0 and 2 of x (two 16-bit lanes); _r8: bytes 1 and 3. */
+static inline uint32_t cuvil_sxtab16(uint32_t a, uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+}
+static inline uint32_t cuvil_sxtab16_r8(uint32_t a, uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+}
+static inline uint32_t cuvil_smlad(uint32_t x, uint32_t y, uint32_t acc)
+{
+    uint32_t r;
+    __asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(x), "r"(y), "r"(acc));
+    return r;
+}
+
+/* The rounding rule of cuvil_requant for a shift S >= 33 (checked in Python), in three
+ * instructions: with s = S - 32, (acc * M + 2^(S-1)) >> S == (hi32(acc * M) + 2^(s-1)) >> s,
+ * and the output zero point is folded in: rnd = 2^(s-1) + (zy << s) (Python checks that it
+ * cannot overflow). q = {M, rnd, s}; the result is saturated to int8. */
+static inline int32_t cuvil_rq(int32_t acc, int32_t m, int32_t rnd, int32_t s)
+{
+    int32_t r;
+    __asm__("smmla %0, %1, %2, %3" : "=r"(r) : "r"(acc), "r"(m), "r"(rnd));
+    r >>= s;
+    __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(r));
+    return r;
+}
+
+/* Four int8 lanes clamped to [lo, hi] (lo4/hi4: the bound in every byte). */
+static inline uint32_t cuvil_clamp4(uint32_t v, uint32_t lo4, uint32_t hi4)
+{
+    uint32_t t;
+    __asm__("ssub8 %[t], %[v], %[lo]\n\t"
+            "sel %[v], %[v], %[lo]\n\t"
+            "ssub8 %[t], %[hi], %[v]\n\t"
+            "sel %[v], %[v], %[hi]"
+            : [v] "+r"(v), [t] "=&r"(t) : [lo] "r"(lo4), [hi] "r"(hi4) : "cc");
+    return v;
+}
+
+/* Bytes b0 | b1 << 8 | b2 << 16 | b3 << 24 of four int8 results. */
+static inline uint32_t cuvil_pack4(int32_t b0, int32_t b1, int32_t b2, int32_t b3)
+{
+    uint32_t v = (uint32_t)b0;
+    __asm__("bfi %0, %1, #8, #8\n\t"
+            "bfi %0, %2, #16, #8\n\t"
+            "bfi %0, %3, #24, #8"
+            : "+&r"(v) : "r"(b1), "r"(b2), "r"(b3));
+    return v;
+}
+#endif /* CUVIL_DSP_COMMON_H */
+/* ---- end cuvil_dsp_common ---- */
+#define CUVIL_DSP_FC_WORDS 1024 /* input column (stack): 4 KiB, K' <= 2048 */
+/* Layout (made at compile time by kset_cortex_m_dsp.py): the input row becomes a column of K'
+ * int16 values (x - zx; each 4 input bytes as [b0 b2][b1 b3]; K' = k rounded up to 8), and the
+ * weights one flash stream per 4 outputs (o0..o3), 32-bit aligned:
+ *     [bias o0, o1, o2, o3]                                                   4 words
+ *     K'/4 groups of [4 int16 weights of o0][of o1][of o2][of o3]             2K' words
+ *     [M, rnd, s] of o0, o1, o2, o3   (cuvil_rq)                               12 words
+ * outputs padded to a multiple of 4 with zero rows. */
+struct cuvil_fc {
+    const uint32_t *col; /* 0: the input row as int16 */
+    int32_t n8;          /* 4: K' / 8 */
+    int8_t *out;         /* 8: output o0 of the next quad */
+    int32_t pad;         /* 12 */
+    uint32_t lo4, hi4;   /* 16, 20: output clamp in every byte */
+    const int16_t *end;  /* 24: stream end of the full quads */
+    const int16_t *w;    /* 28: stream position */
+};
+
+/* Every full quad of outputs: bias, 1x4 SMLAD blocks over K' (8 values per iteration),
+ * requantization, clamp and one 32-bit store per quad, all in registers. */
+static void __attribute__((noinline)) cuvil_fc_quads(struct cuvil_fc *f)
+{
+    register const int16_t *w __asm__("r1") = f->w;
+    register struct cuvil_fc *fr __asm__("r2") = f;
+    __asm__ volatile(
+        "2:\n\t"
+        "ldmia r1!, {r8, r9, r10, r11}\n\t"
+        "ldrd r3, r12, [r2, #0]\n\t"
+        "1:\n\t"
+        "ldrd lr, r0, [r3], #8\n\t"
+        "ldmia r1!, {r4, r5, r6, r7}\n\t"
+        "smlad r8, lr, r4, r8\n\t"
+        "smlad r8, r0, r5, r8\n\t"
+        "smlad r9, lr, r6, r9\n\t"
+        "smlad r9, r0, r7, r9\n\t"
+        "ldmia r1!, {r4, r5, r6, r7}\n\t"
+        "smlad r10, lr, r4, r10\n\t"
+        "smlad r10, r0, r5, r10\n\t"
+        "smlad r11, lr, r6, r11\n\t"
+        "smlad r11, r0, r7, r11\n\t"
+        "ldrd lr, r0, [r3], #8\n\t"
+        "ldmia r1!, {r4, r5, r6, r7}\n\t"
+        "smlad r8, lr, r4, r8\n\t"
+        "smlad r8, r0, r5, r8\n\t"
+        "smlad r9, lr, r6, r9\n\t"
+        "smlad r9, r0, r7, r9\n\t"
+        "ldmia r1!, {r4, r5, r6, r7}\n\t"
+        "smlad r10, lr, r4, r10\n\t"
+        "smlad r10, r0, r5, r10\n\t"
+        "smlad r11, lr, r6, r11\n\t"
+        "smlad r11, r0, r7, r11\n\t"
+        "subs r12, r12, #1\n\t"
+        "bne 1b\n\t"
+        "ldmia r1!, {r0, r3, r4, r5, r6, r7}\n\t"
+        "smmla r8, r8, r0, r3\n\t"
+        "smmla r9, r9, r5, r6\n\t"
+        "asr r8, r8, r4\n\t"
+        "asr r9, r9, r7\n\t"
+        "ldmia r1!, {r0, r3, r4, r5, r6, r7}\n\t"
+        "smmla r10, r10, r0, r3\n\t"
+        "smmla r11, r11, r5, r6\n\t"
+        "asr r10, r10, r4\n\t"
+        "asr r11, r11, r7\n\t"
+        "ssat r8, #8, r8\n\t"
+        "ssat r9, #8, r9\n\t"
+        "ssat r10, #8, r10\n\t"
+        "ssat r11, #8, r11\n\t"
+        "bfi r8, r9, #8, #8\n\t"
+        "bfi r8, r10, #16, #8\n\t"
+        "bfi r8, r11, #24, #8\n\t"
+        "ldrd r0, r3, [r2, #16]\n\t"
+        "ssub8 r4, r8, r0\n\t"
+        "sel r8, r8, r0\n\t"
+        "ssub8 r4, r3, r8\n\t"
+        "sel r8, r8, r3\n\t"
+        "ldr r0, [r2, #8]\n\t"
+        "str r8, [r0], #4\n\t"
+        "str r0, [r2, #8]\n\t"
+        "ldr r0, [r2, #24]\n\t"
+        "cmp r1, r0\n\t"
+        "bne 2b"
+        : "+r"(w)
+        : "r"(fr)
+        : "r0", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+    f->w = w;
+}
+
+/* The last quad of an output count that is not a multiple of 4 (stores `count` outputs). */
+static void cuvil_fc_quad_c(const struct cuvil_fc *f, int count)
+{
+    const int16_t *w = f->w;
+    int32_t a[4];
+    for (int i = 0; i < 4; i++, w += 2) a[i] = (int32_t)cuvil_ld32(w);
+    const uint32_t *px = f->col;
+    for (int k = 0; k < 2 * f->n8; k++, px += 2) {
+        for (int i = 0; i < 4; i++, w += 4) {
+            a[i] = (int32_t)cuvil_smlad(px[1], cuvil_ld32(w + 2), cuvil_smlad(px[0], cuvil_ld32(w), (uint32_t)a[i]));
+        }
+    }
+    int32_t y[4];
+    for (int i = 0; i < 4; i++, w += 6) y[i] = cuvil_rq(a[i], (int32_t)cuvil_ld32(w), (int32_t)cuvil_ld32(w + 2),
+                                                      (int32_t)cuvil_ld32(w + 4));
+    const uint32_t v = cuvil_clamp4(cuvil_pack4(y[0], y[1], y[2], y[3]), f->lo4, f->hi4);
+    for (int i = 0; i < count; i++) f->out[i] = (int8_t)(v >> (8 * i));
+}
+
+/* int8 fully connected, as fc_s8 bit for bit: each input row becomes an int16 column (x - zx)
+ * on the stack, then cuvil_fc_quads over the weight stream (see above), a last partial quad in C.
+ * kp: K' (k rounded up to 8, <= 2 * CUVIL_DSP_FC_WORDS); nzx2: -zx in both 16-bit halves;
+ * lo4/hi4: the output clamp in every byte. */
+static void fc_s8_dsp(const int8_t *in, int8_t *out, const int16_t *w, int rows, int k, int n, int kp, uint32_t nzx2,
+                      int32_t zx, uint32_t lo4, uint32_t hi4)
+{
+    uint32_t col[CUVIL_DSP_FC_WORDS] __attribute__((aligned(8)));
+    const int nw = k >> 2, tail = k & 3, full = n >> 2;
+    struct cuvil_fc f = {col, kp >> 3, out, 0, lo4, hi4, w + (long)full * (4 * kp + 32), w};
+    for (int i = (k + 1) >> 1; i < (kp >> 1); i++) col[i] = 0u;
+    for (int r = 0; r < rows; r++, in += k) {
+        const int8_t *src = in;
+        uint32_t *o = col;
+        for (int i = 0; i < nw; i++, src += 4, o += 2) {
+            const uint32_t v = cuvil_ld32(src);
+            o[0] = cuvil_sxtab16(nzx2, v);
+            o[1] = cuvil_sxtab16_r8(nzx2, v);
+        }
+        if (tail) {
+            const int32_t e1 = tail > 1 ? src[1] - zx : 0;
+            o[0] = ((uint32_t)(src[0] - zx) & 0xFFFFu) | ((uint32_t)e1 << 16);
+            if (tail == 3) o[1] = (uint32_t)(src[2] - zx) & 0xFFFFu;
+        }
+        f.out = out + (long)r * n;
+        f.w = w;
+        if (full > 0) cuvil_fc_quads(&f);
+        if (n & 3) cuvil_fc_quad_c(&f, n & 3);
+    }
+}
