@@ -190,7 +190,7 @@ def test_jetson_reuses_the_rpi5_harness(tmp_path):
     assert text == (tmp_path / "jetson" / "src" / "harness.c").read_text()
     assert "net_run_int8(inputs, outputs)" in text and "net_quantize_input(0," in text
     jetson = get_board("jetson")
-    assert jetson.get("cuda_arch") == "sm_87" and "CPU path only" in jetson.description
+    assert jetson.get("cuda_arch") == "sm_87" and "CUDA" in jetson.description
 
 
 def test_harness_error_is_a_target_error(digits_rpi5):

@@ -1,0 +1,15 @@
+/* 16x8 fully connected (int16 activations, int8 weights, int64 accumulator), one thread per
+ * output value: out[r][j] = requant(bias[j] + sum_k (in[r][k] - zx) * w[j][k]). */
+CUVIL_KERNEL fc_s16(const int16_t *__restrict__ in, int16_t *__restrict__ out, const int8_t *__restrict__ w,
+                    const int64_t *__restrict__ bias, const int32_t *__restrict__ mult,
+                    const int32_t *__restrict__ shift, int rows, int k, int n, int zx, int zy, int lo, int hi)
+{
+    const int i = cuvil_index();
+    if (i >= rows * n) return;
+    const int j = i % n, r = i / n;
+    const int16_t *x = in + r * k;
+    const int8_t *wj = w + j * k;
+    int64_t acc = bias[j];
+    for (int t = 0; t < k; t++) acc += (int64_t)((int32_t)x[t] - zx) * wj[t];
+    out[i] = (int16_t)cuvil_requant_wide(acc, mult[j], shift[j], zy, lo, hi);
+}

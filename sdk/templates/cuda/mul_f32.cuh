@@ -1,0 +1,11 @@
+/* float broadcast multiply, 4-D, per-input element strides (0 = broadcast), one thread per output. */
+CUVIL_KERNEL mul_f32(const float *__restrict__ a, const float *__restrict__ b, float *__restrict__ out, int d0, int d1,
+                     int d2, int d3, int sa0, int sa1, int sa2, int sa3, int sb0, int sb1, int sb2, int sb3, float lo,
+                     float hi)
+{
+    const int i = cuvil_index();
+    if (i >= d0 * d1 * d2 * d3) return;
+    const int i3 = i % d3, i2 = i / d3 % d2, i1 = i / (d3 * d2) % d1, i0 = i / (d3 * d2 * d1);
+    out[i] = cuvil_clampf(a[i0 * sa0 + i1 * sa1 + i2 * sa2 + i3 * sa3] * b[i0 * sb0 + i1 * sb1 + i2 * sb2 + i3 * sb3],
+                          lo, hi);
+}

@@ -1,0 +1,8 @@
+/* int8 -> int16 at the entry of 16x8 layers: y = clamp(zy + requant(x - zx)), one thread per value. */
+CUVIL_KERNEL requant_s8_s16(const int8_t *__restrict__ in, int16_t *__restrict__ out, int count, int zx, int zy,
+                            int mult, int shift)
+{
+    const int i = cuvil_index();
+    if (i >= count) return;
+    out[i] = (int16_t)cuvil_requant_wide((int32_t)in[i] - zx, mult, shift, zy, -32768, 32767);
+}
