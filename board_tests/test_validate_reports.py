@@ -121,4 +121,63 @@ def test_accuracy_target_keeps_the_guilty_layers_in_float(work):
     assert json.loads((work / "mixed" / "report.json").read_text())["model"]["float_layers"] == report["float_layers"]
     lite = cli("build", "--board", "cortex-m7", "--profile", "lite", "--model", work / "outlier.onnx", "--calib",
                work / "o_calib.npy", "--accuracy-target", "0.999", cwd=work)
-    assert lite.returncode == 2 and "lite" in lite.stderr
+    # lite has no float: it tries 16x8 layers, which cannot fix an int8 Add, and says so
+    assert lite.returncode == 0 and "int16" in lite.stderr and "not reached" in lite.stderr
+
+
+def wide_outlier_model(path):
+    """A Gemm output with one huge feature (that the next layer ignores): int8 cannot carry
+    the small features of that tensor, int16 activations can."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    w0 = rng.standard_normal((16, 16)).astype(np.float32)
+    w0[0] = 0
+    b0 = np.zeros(16, np.float32)
+    b0[0] = 100.0
+    w1 = rng.standard_normal((16, 16)).astype(np.float32)
+    w1[:, 0] = 0
+    w2 = rng.standard_normal((4, 16)).astype(np.float32)
+    nodes = [helper.make_node("Gemm", ["x", "w0", "b0"], ["a"], transB=1, name="fc0"),
+             helper.make_node("Gemm", ["a", "w1"], ["h"], transB=1, name="fc1"),
+             helper.make_node("Relu", ["h"], ["r"], name="relu"),
+             helper.make_node("Gemm", ["r", "w2"], ["y"], transB=1, name="fc2")]
+    graph = helper.make_graph(nodes, "wide", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+                              [numpy_helper.from_array(v, k) for k, v in (("w0", w0), ("b0", b0), ("w1", w1),
+                                                                          ("w2", w2))])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    np.save(path.with_suffix(".calib.npy"), rng.standard_normal((32, 16)).astype(np.float32) * 0.1)
+    np.savez(path.with_suffix(".val.npz"), x=rng.standard_normal((32, 16)).astype(np.float32) * 0.1)
+
+
+@pytest.mark.slow
+def test_lite_accuracy_target_uses_16x8_layers_bit_exact_on_cortex_m7(work):
+    from cuvil_sdk.boards import get_board
+    from cuvil_sdk.compiler import CompileRequest
+    from cuvil_sdk.profiles import get_profile
+    from models import reference_graph
+    from cuvil_sdk.reference import run_quantized_model
+    model = work / "wide.onnx"
+    wide_outlier_model(model)
+    common = ["validate", "--board", "cortex-m7", "--profile", "lite", "--model", model, "--calib",
+              model.with_suffix(".calib.npy"), "--data", model.with_suffix(".val.npz"), "--json"]
+    plain = json.loads(cli(*common, cwd=work).stdout)
+    r = cli(*common, "--accuracy-target", "0.999", cwd=work)
+    assert r.returncode == 0, r.stderr
+    wide = json.loads(r.stdout)
+    assert plain["outputs"]["y"]["cosine"] < 0.99 <= 0.999 <= wide["outputs"]["y"]["cosine"]
+    assert {"fc0", "fc1"} <= set(wide["int16_layers"]) and "16x8" in r.stderr
+    # the 16x8 kernels on the target equal the numpy integer reference bit for bit
+    x = np.load(model.with_suffix(".val.npz"))["x"][:8]
+    np.save(work / "wide_x.npy", x)
+    run = cli("run", "--board", "cortex-m7", "--profile", "lite", "--model", model, "--calib",
+              model.with_suffix(".calib.npy"), "--int16-layers", "fc0,fc1", "--input", work / "wide_x.npy",
+              "--output", work / "wide_y.npz", cwd=work)
+    assert run.returncode == 0, run.stderr
+    req = CompileRequest(model=model, board=get_board("cortex-m7"), profile=get_profile("lite"),
+                         calib=str(model.with_suffix(".calib.npy")), int16_layers=["fc0", "fc1"])
+    g = reference_graph(req)
+    assert {g.tensors[n.outputs[0]].dtype for n in g.nodes if n.name in ("fc0", "fc1")} == {"int16"}
+    ref = np.concatenate([run_quantized_model(g, {"x": x[i:i + 1]})[1]["y"] for i in range(len(x))])
+    assert np.array_equal(np.load(work / "wide_y.npz")["y"], ref)

@@ -35,3 +35,13 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install -q -e ".[test]" >&2
   echo "$want" > "$stamp"
 fi
+
+# The CUDA toolkit here ships nvcc without cuobjdump; NVIDIA's wheel carries it (used to
+# check the sm_87 code embedded in jetson builds).
+if command -v nvcc >/dev/null 2>&1 && ! command -v cuobjdump >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/cuobjdump ]; then
+  echo "setup: installing cuobjdump (NVIDIA's nvidia-cuda-cuobjdump wheel)" >&2
+  .venv/bin/python -m pip install -q nvidia-cuda-cuobjdump >&2
+  tool="$(.venv/bin/python -c 'import glob, nvidia; print(sorted(glob.glob(nvidia.__path__[0] + "/cu*/bin/cuobjdump"))[0])')"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO install -m 755 "$tool" "$(dirname "$(command -v nvcc)")/cuobjdump"
+fi

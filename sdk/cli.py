@@ -33,10 +33,19 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
     p.add_argument("--calib-method", choices=METHODS, default="minmax", help="activation range method")
     p.add_argument("--name", help="C symbol prefix (default: the model file's name)")
     p.add_argument("--accuracy-target", type=float, metavar="COSINE",
-                   help="standard profile: keep the layers that hurt most in float until the int8 model's "
-                        "outputs reach this cosine similarity to the float model on the calibration data")
+                   help="keep the layers that hurt most in higher precision (float in standard, int16 "
+                        "activations in lite) until the model's outputs reach this cosine similarity to the "
+                        "float model on the calibration data")
+    p.add_argument("--int16-layers", metavar="NAME,...", help="layers (Conv/Gemm/MatMul node names) to build "
+                   "as 16x8: int16 activations, int8 weights")
     p.add_argument("--input-shape", action="append", metavar="NAME=1x3x32x32", help="fix a dynamic input shape")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+
+
+def add_threads_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="standard profile on Linux boards: split large layers over N threads per call "
+                        "(default 1: single-threaded code, no thread support compiled in)")
 
 
 def build_parser() -> Parser:
@@ -46,16 +55,19 @@ def build_parser() -> Parser:
 
     p = sub.add_parser("compile", help="generate the C sources of a model")
     add_model_options(p, model_positional=True)
+    add_threads_option(p)
     p.add_argument("-o", "--output", help="output folder")
 
     p = sub.add_parser("build", help="compile and build firmware or a shared library")
     add_model_options(p)
+    add_threads_option(p)
     p.add_argument("-o", "--output", help="output folder")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel compile jobs")
     p.add_argument("--run", action="store_true", help="then run the bundled example's test set on the target")
 
     p = sub.add_parser("run", help="build and run a model on data files (QEMU for boards)")
     add_model_options(p)
+    add_threads_option(p)
     p.add_argument("--input", required=True, help="input samples (.npy or .npz)")
     p.add_argument("--output", required=True, help="where to write outputs (.npz)")
     p.add_argument("-o", "--build-dir", help="keep the build here")
@@ -108,12 +120,14 @@ def dispatch(args: argparse.Namespace) -> None:
         emit(report, args.json, "\n".join(f"{p['name']:10} {p['description']}" for p in report["profiles"]))
     elif args.command == "compile":
         req = commands.make_request(args)
+        req.threads = args.threads
         out = Path(args.output) if args.output else commands.default_out_dir(req.model, req.board, req.profile.name)
         info = commands.do_compile(req, out)
         report = {k: info[k] for k in ("name", "board", "profile", "precision", "arena_bytes", "weight_bytes", "out_dir")}
         emit(report, args.json, f"generated {info['name']} in {info['out_dir']} (arena {info['arena_bytes']} B)")
     elif args.command == "build":
         req = commands.make_request(args)
+        req.threads = args.threads
         out = Path(args.output) if args.output else commands.default_out_dir(req.model, req.board, req.profile.name)
         info = commands.do_build(req, out, args.jobs)
         report = commands.summary_of_build(info)
@@ -128,6 +142,7 @@ def dispatch(args: argparse.Namespace) -> None:
         emit(report, args.json, human)
     elif args.command == "run":
         req = commands.make_request(args)
+        req.threads = args.threads
         report = commands.do_run(req, Path(args.input), Path(args.output), Path(args.build_dir) if args.build_dir
                                  else None, args.jobs)
         human = f"ran {report['samples']} samples on {report['board']}; outputs in {report['outputs']}"

@@ -122,7 +122,7 @@ def run_samples(board: Board, info: dict, samples: list, progress: bool, layers:
 
 def summary_of_build(info: dict) -> dict:
     keys = ("name", "board", "profile", "precision", "arena_bytes", "flash_bytes", "ram_bytes", "weight_bytes",
-            "artifacts", "out_dir", "size", "fits", "float_layers")
+            "artifacts", "out_dir", "size", "fits", "float_layers", "int16_layers", "cuda")
     return {k: info[k] for k in keys if k in info}
 
 
@@ -148,6 +148,12 @@ def do_run(req: CompileRequest, input_path: Path, output_path: Path, out_dir: Pa
         report["instructions_min"], report["instructions_max"] = min(counts), max(counts)
         report["instructions_per_sample"] = counts
         report["instructions_note"] = "guest instructions under QEMU -icount shift=0 (not cycles on silicon)"
+    if result.get("layer_instructions"):  # per-layer profile (firmware built with -D<NAME>_PROFILE)
+        from .compiler import frontend_and_passes
+        from .runners.firmware import layer_macs, layer_profile, layer_table
+        report.update(layer_profile(info, result["layer_instructions"][0], layer_macs(frontend_and_passes(req)),
+                                    report["instructions"]))
+        print(layer_table(report), file=sys.stderr)
     if out_dir is None:
         report.pop("artifacts", None)
         report.pop("out_dir", None)
@@ -178,7 +184,8 @@ def make_request(args) -> CompileRequest:
     return CompileRequest(model=model.resolve() if model.exists() else model, board=board, profile=profile,
                           precision=args.precision, calib=calib, calib_method=args.calib_method, name=args.name,
                           input_shapes=parse_input_shapes(args.input_shape), progress=sys.stderr.isatty(),
-                          accuracy_target=args.accuracy_target)
+                          accuracy_target=args.accuracy_target,
+                          int16_layers=[n for n in (args.int16_layers or "").split(",") if n])
 
 
 def example_accuracy(board: Board, info: dict) -> dict:

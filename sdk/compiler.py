@@ -21,7 +21,7 @@ from .planner import plan_arena
 from .profiles import Profile
 from .quant.calibrate import calibrate
 from .quant.quantize import needs_calibration, quantize_graph
-from .quant.sensitivity import choose_float_layers
+from .quant.sensitivity import choose_layers
 
 RANDOM_CALIB_SAMPLES = 32
 
@@ -37,7 +37,9 @@ class CompileRequest:
     name: str | None = None
     input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     progress: bool = False
-    accuracy_target: float | None = None  # minimum cosine vs float: keep worst layers in float
+    threads: int = 1  # standard profile, Linux boards: large layers split over this many threads
+    accuracy_target: float | None = None  # minimum cosine vs float: keep worst layers in higher precision
+    int16_layers: list[str] = field(default_factory=list)  # 16x8 layers named by the user
     debug_dump: bool = False  # a debug build that hands every layer's output to <name>_debug_dump
 
 
@@ -55,14 +57,25 @@ def choose_precision(req: CompileRequest) -> str:
     return precision
 
 
+def check_threads(req: CompileRequest) -> int:
+    """--threads N: N >= 1; above 1 only for the standard profile on a Linux (shared library) board."""
+    threads = int(req.threads)
+    if threads < 1:
+        raise UsageError(f"--threads must be at least 1 (got {threads})")
+    if threads > 1 and (req.profile.name != "standard" or req.board.kind != "shared_library"):
+        raise UsageError(f"--threads {threads} needs the standard profile on a Linux board "
+                         f"(board '{req.board.name}' is {req.board.kind}, profile '{req.profile.name}')")
+    return threads
+
+
 def frontend_and_passes(req: CompileRequest) -> Graph:
     g = load_model(req.model, req.profile, req.board, req.input_shapes)
     optimize(g)
     return g
 
 
-def quantize(g: Graph, req: CompileRequest) -> list[str]:
-    """Quantize in place; returns the names of the layers kept in float."""
+def quantize(g: Graph, req: CompileRequest) -> dict[str, list[str]]:
+    """Quantize in place; returns the layers kept in float and those made int16."""
     observer, samples = None, None
     if needs_calibration(g):
         if req.calib is None:
@@ -75,25 +88,27 @@ def quantize(g: Graph, req: CompileRequest) -> list[str]:
         else:
             samples = load_samples(Path(req.calib), g, "calibration data")
         observer = calibrate(g, samples, len(samples), req.calib_method, req.progress)
-    keep: list[str] = []
+    float_layers, int16_layers = [], list(req.int16_layers)
     if req.accuracy_target is not None:
-        keep = fallback_layers(g, req, observer, samples if observer is not None else None)
-    quantize_graph(g, observer, set(keep))
-    return keep
+        mode = "float" if "fp32" in req.profile.precisions and "fp32" in req.board.get("precisions", []) else "int16"
+        chosen = higher_precision_layers(g, req, observer, samples, mode)
+        (float_layers if mode == "float" else int16_layers).extend(chosen)
+    if int16_layers and observer is None:
+        raise UsageError("int16 layers need calibration data (--calib) for their int16 scales")
+    quantize_graph(g, observer, set(float_layers), set(int16_layers))
+    return {"float_layers": float_layers, "int16_layers": sorted(set(int16_layers))}
 
 
-def fallback_layers(g: Graph, req: CompileRequest, observer, samples) -> list[str]:
-    """Layers to keep in float so the int8 model reaches --accuracy-target (standard profile)."""
-    if "fp32" not in req.profile.precisions or "fp32" not in req.board.get("precisions", []):
-        raise UsageError(f"--accuracy-target keeps layers in float, which profile '{req.profile.name}' on board "
-                         f"'{req.board.name}' does not allow")
+def higher_precision_layers(g: Graph, req: CompileRequest, observer, samples, mode: str) -> list[str]:
+    """Layers to keep in float (standard) or int16 (lite: 16x8) so the model reaches --accuracy-target."""
     if observer is None:
         raise UsageError("--accuracy-target needs calibration data (--calib) to measure accuracy on")
-    kept, reached, base = choose_float_layers(copy.deepcopy(g), observer, samples, req.accuracy_target)
+    kept, reached, base = choose_layers(copy.deepcopy(g), observer, samples, req.accuracy_target, mode)
+    what = "in float" if mode == "float" else "as int16 (16x8)"
     print(f"cuvil-sdk: accuracy target {req.accuracy_target}: int8 reaches {base:.5f}; with "
-          f"{len(kept)} layer(s) in float {reached:.5f}" + (f" ({', '.join(kept)})" if kept else ""), file=sys.stderr)
+          f"{len(kept)} layer(s) {what} {reached:.5f}" + (f" ({', '.join(kept)})" if kept else ""), file=sys.stderr)
     if reached < req.accuracy_target:
-        print("cuvil-sdk: warning: the accuracy target is not reached even with those layers in float",
+        print(f"cuvil-sdk: warning: the accuracy target is not reached even with those layers {what}",
               file=sys.stderr)
     return kept
 
@@ -101,12 +116,15 @@ def fallback_layers(g: Graph, req: CompileRequest, observer, samples) -> list[st
 def compile_into(req: CompileRequest, out_dir: Path) -> dict:
     """Compile the model into out_dir (which must be new or empty); returns the manifest."""
     precision = choose_precision(req)
+    threads = check_threads(req)
     g = frontend_and_passes(req)
-    float_layers = quantize(g, req) if precision == "int8" else []
+    precision_layers = quantize(g, req) if precision == "int8" else {"float_layers": [], "int16_layers": []}
     plan = plan_arena(g)
+    g.threads = threads  # read by the kernel sets (which layers to split) and by emit (CUVIL_THREADS)
     info = generate(g, plan, req.board, precision, req.name or req.model.stem, out_dir, req.debug_dump)
     info["profile"] = req.profile.name
-    info["float_layers"] = float_layers
+    info["threads"] = threads
+    info.update(precision_layers)
     info["arena"] = plan.buffers
     write_build_spec(info, req.board, out_dir)
     dump_manifest(info, out_dir)

@@ -76,6 +76,15 @@ class Model:
     def output_scales(self) -> list[tuple[float, int]]:
         return [(t["scale"], t["zero_point"]) for t in self.manifest["outputs"]]
 
+    @property
+    def backend(self) -> str:
+        """"cpu", or "cuda" when a CUDA build found a GPU (other builds are always "cpu")."""
+        fn = getattr(self._lib, f"{self.name}_backend", None) if self._lib is not None else None
+        if fn is None:
+            return "cpu"
+        fn.restype = ctypes.c_char_p
+        return fn().decode()
+
     # --- running ----------------------------------------------------------------------
     def _feeds(self, inputs, dtype) -> list[np.ndarray]:
         if not isinstance(inputs, dict):

@@ -88,7 +88,7 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int) -> dic
         layers = per_layer_table(req, samples, jobs, Path(tmp)) if per_layer else None
     report = {"board": req.board.name, "profile": req.profile.name, "precision": info["precision"],
               "samples": len(samples), "outputs": {}, "warnings": warnings,
-              "float_layers": info.get("float_layers", [])}
+              "float_layers": info.get("float_layers", []), "int16_layers": info.get("int16_layers", [])}
     for t in info["outputs"]:
         ours = np.stack([r[t["name"]] for r in result["outputs"]])
         ref = np.stack([r[t["name"]] for r in reference]).reshape(ours.shape)
@@ -147,6 +147,8 @@ def human_table(report: dict) -> str:
                      f"{m['top1_agreement']:7.2%}")
     if report.get("float_layers"):
         lines.append(f"  layers kept in float: {', '.join(report['float_layers'])}")
+    if report.get("int16_layers"):
+        lines.append(f"  layers with int16 activations (16x8): {', '.join(report['int16_layers'])}")
     if "accuracy" in report:
         lines.append(f"  accuracy: ours {report['accuracy']:.2%}, float model {report['float_accuracy']:.2%}")
     if "layers" in report:

@@ -68,6 +68,7 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, precision: str, name: str,
         "weights": [{"name": w.name, "ctype": w.ctype, "count": w.values.size, "lines": format_values(w.values, w.ctype)}
                     for w in lowered.weights],
         "manifest_literal": c_string_literal(info),
+        "threads": int(getattr(g, "threads", 1)),
     }
     env = environment()
     for template, target in (("common/model.h.j2", f"{prefix}.h"), ("common/model.c.j2", f"{prefix}.c"),
@@ -85,6 +86,9 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, precision: str, name: str,
             (src / f"{prefix}_debug.c").write_text(env.get_template("common/debug_dump.c.j2").render(context))
             sources.append(f"src/{prefix}_debug.c")
     info.update({"weight_bytes": weight_bytes, "layers": lowered.layers, "sources": sources})
+    if board.get("cuda_arch"):  # CUDA boards (jetson): device code and its host side, sdk/codegen/cuda.py
+        from .cuda import generate_cuda
+        info.update(generate_cuda(g, plan, board, precision, prefix, out_dir, info))
     return info
 
 

@@ -17,7 +17,7 @@ from .kernel_sets_loader import load_all
 from .sanitize import Namer
 
 TEMPLATES = __import__("pathlib").Path(__file__).resolve().parent.parent / "templates"
-CTYPES = {"int8": "int8_t", "float32": "float", "int32": "int32_t"}
+CTYPES = {"int8": "int8_t", "int16": "int16_t", "float32": "float", "int32": "int32_t"}
 
 
 @dataclass

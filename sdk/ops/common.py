@@ -34,15 +34,21 @@ def apply_fused_float(node: Node, y: np.ndarray) -> np.ndarray:
     return y
 
 
-def fused_int_range(node: Node, scale: float, zero_point: int) -> tuple[int, int]:
-    """The int8 clamp that implements the fused activation at the output's scale."""
+def fused_int_range(node: Node, scale: float, zero_point: int, lo: int = INT8_MIN,
+                    hi: int = INT8_MAX) -> tuple[int, int]:
+    """The integer clamp (int8 by default) that implements the fused activation at the output's scale."""
     lo_f, hi_f = fused_range(node)
-    lo, hi = INT8_MIN, INT8_MAX
+    top, bottom = hi, lo
     if np.isfinite(lo_f):
-        lo = max(lo, min(INT8_MAX, zero_point + int(np.round(lo_f / scale))))
+        lo = max(lo, min(top, zero_point + int(np.round(lo_f / scale))))
     if np.isfinite(hi_f):
-        hi = min(hi, max(INT8_MIN, zero_point + int(np.round(hi_f / scale))))
+        hi = min(hi, max(bottom, zero_point + int(np.round(hi_f / scale))))
     return lo, hi
+
+
+def is_wide(node: Node) -> bool:
+    """A 16x8 layer: int16 activations in and out, int8 weights."""
+    return node.attrs.get("precision") == "int16"
 
 
 def float_bounds(node: Node) -> list[float]:

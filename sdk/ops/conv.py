@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
-from ..quant.requant import clamp_int8, quantize_multipliers, requant
-from .common import (Buf, Weight, apply_fused_float, const_input, float_bounds, fused_int_range, optional_input,
-                     qparams_of, require)
+from ..quant.requant import INT16_MAX, INT16_MIN, clamp_to, quantize_multipliers, requant
+from .common import (Buf, Weight, apply_fused_float, const_input, float_bounds, fused_int_range, is_wide,
+                     optional_input, qparams_of, require)
 from .registry import OpDef, register
 
 
@@ -128,7 +128,7 @@ class Conv(OpDef):
         acc = conv_nchw(x, q["w"].astype(np.int64), self.geometry(node, g), self.attr(node, "group"))
         acc = acc + q["bias"].reshape(1, -1, 1, 1)
         y = requant(acc, q["mult"].reshape(1, -1, 1, 1), q["shift"].reshape(1, -1, 1, 1)) + q["zy"]
-        return [from_nchw(clamp_int8(y, q["act_min"], q["act_max"]), last)]
+        return [from_nchw(clamp_to(y, q["act_min"], q["act_max"], q["dtype"]), last)]
 
     def lower(self, node, g, precision):
         require(bool(self.attr(node, "channels_last")), node, "code generation needs the channels-last layout")
@@ -139,11 +139,14 @@ class Conv(OpDef):
         dims = [n, h, w, c, oh, ow, oc, kh, kw, *geo["strides"], geo["pads"][0], geo["pads"][1], *geo["dilations"],
                 self.attr(node, "group")]
         io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0])]
-        if precision == "int8":
+        if precision in ("int8", "int16"):
             q = node.q
-            weights = [Weight("w", q["w"].transpose(0, 2, 3, 1), "int8_t"), Weight("bias", q["bias"], "int32_t"),
+            wide = precision == "int16"
+            weights = [Weight("w", q["w"].transpose(0, 2, 3, 1), "int8_t"),
+                       Weight("bias", q["bias"], "int64_t" if wide else "int32_t"),
                        Weight("mult", q["mult"], "int32_t"), Weight("shift", q["shift"], "int32_t")]
-            return "conv2d_s8", io + weights + dims + [q["zx"], q["zy"], q["act_min"], q["act_max"]]
+            return ("conv2d_s16" if wide else "conv2d_s8"), io + weights + dims + [q["zx"], q["zy"], q["act_min"],
+                                                                                    q["act_max"]]
         wf = g.const(node.inputs[1]).astype(np.float32).transpose(0, 2, 3, 1)
         bias = g.const(node.inputs[2]) if optional_input(node, 2) else np.zeros(oc)
         weights = [Weight("w", wf, "float"), Weight("bias", bias.astype(np.float32), "float")]
@@ -186,10 +189,16 @@ def quantize_weighted(node: Node, g: Graph, axis: int) -> None:
     else:
         float_bias = g.const(node.inputs[2]).astype(np.float64) if optional_input(node, 2) else np.zeros(channels)
         bias = np.round((float_bias.reshape(-1) + correction) / bias_scale)
-    mult, shift = quantize_multipliers(bias_scale / sy)
-    lo, hi = fused_int_range(node, sy, zy)
-    node.q = {"w": wq, "bias": np.clip(bias, -2**31, 2**31 - 1).astype(np.int32), "mult": mult, "shift": shift,
-              "zx": zx, "zy": zy, "act_min": lo, "act_max": hi}
+    if is_wide(node):  # 16x8: int64 bias and accumulator, 15-bit multipliers keep acc * M in int64
+        mult, shift = quantize_multipliers(bias_scale / sy, bits=15)
+        lo, hi = fused_int_range(node, sy, zy, INT16_MIN, INT16_MAX)
+        bias = np.clip(bias, -2**47, 2**47).astype(np.int64)
+    else:
+        mult, shift = quantize_multipliers(bias_scale / sy)
+        lo, hi = fused_int_range(node, sy, zy)
+        bias = np.clip(bias, -2**31, 2**31 - 1).astype(np.int32)
+    node.q = {"w": wq, "bias": bias, "mult": mult, "shift": shift, "zx": zx, "zy": zy, "act_min": lo, "act_max": hi,
+              "dtype": "int16" if is_wide(node) else "int8"}
 
 
 def bias_correction(node: Node, g: Graph, w: np.ndarray, wq: np.ndarray, sw: np.ndarray, axis: int):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
-from ..quant.requant import clamp_int8, requant
+from ..quant.requant import clamp_to, requant
 from .common import Buf, Weight, apply_fused_float, const_input, float_bounds, optional_input, require
 from .conv import quantize_weighted
 from .registry import OpDef, register
@@ -54,17 +54,19 @@ class FullyConnected(OpDef):
         w = self.weight_nk(node, q["w"]).astype(np.int64)
         acc = (xs[0].astype(np.int64) - q["zx"]) @ w.T + q["bias"]
         y = requant(acc, q["mult"], q["shift"]) + q["zy"]
-        return [clamp_int8(y, q["act_min"], q["act_max"])]
+        return [clamp_to(y, q["act_min"], q["act_max"], q["dtype"])]
 
     def lower(self, node, g, precision):
         rows, k = self.rows_k(node, g)
         io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0])]
-        if precision == "int8":
+        if precision in ("int8", "int16"):
             q = node.q
+            wide = precision == "int16"
             w = np.ascontiguousarray(self.weight_nk(node, q["w"]))
-            weights = [Weight("w", w, "int8_t"), Weight("bias", q["bias"], "int32_t"),
+            weights = [Weight("w", w, "int8_t"), Weight("bias", q["bias"], "int64_t" if wide else "int32_t"),
                        Weight("mult", q["mult"], "int32_t"), Weight("shift", q["shift"], "int32_t")]
-            return "fc_s8", io + weights + [rows, k, w.shape[0], q["zx"], q["zy"], q["act_min"], q["act_max"]]
+            return ("fc_s16" if wide else "fc_s8"), io + weights + [rows, k, w.shape[0], q["zx"], q["zy"],
+                                                                    q["act_min"], q["act_max"]]
         w, b = self.float_weight_bias(node, g)
         weights = [Weight("w", w.astype(np.float32), "float"), Weight("bias", b.astype(np.float32), "float")]
         return "fc_f32", io + weights + [rows, k, w.shape[0]] + float_bounds(node)

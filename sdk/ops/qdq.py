@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..quant.requant import dequantize, quantize_float
+from ..quant.requant import INT16_MAX, INT16_MIN, clamp_to, dequantize, quantize_float, quantize_multiplier, requant
 from .common import Buf, require
 from .registry import OpDef, register
 
@@ -114,3 +114,38 @@ class _Dequantize(Conversion):
     def lower(self, node, g, precision):
         return "dequantize_s8_f32", [Buf(node.inputs[0], const=True), Buf(node.outputs[0]),
                                      g.tensors[node.inputs[0]].size, node.q["scale"], node.q["zp"]]
+
+
+@register
+class _Requant(OpDef):
+    """Internal: int8 <-> int16 at the boundary of 16x8 layers (inserted by quant.int16)."""
+
+    op_type = "_Requant"
+    summary = "int8 <-> int16 rescale around 16x8 layers"
+    output_qparams = "none"
+
+    def infer(self, node, g):
+        return [g.tensors[node.inputs[0]].shape]
+
+    def run_float(self, node, g, xs):
+        return [xs[0]]
+
+    def quantize(self, node, g):
+        sx, zx = g.tensors[node.inputs[0]].q.scalar()
+        sy, zy = g.tensors[node.outputs[0]].q.scalar()
+        mult, shift = quantize_multiplier(sx / sy)
+        wide_out = g.tensors[node.outputs[0]].dtype == "int16"
+        lo, hi = (INT16_MIN, INT16_MAX) if wide_out else (-128, 127)
+        node.q = {"zx": zx, "zy": zy, "mult": mult, "shift": shift, "lo": lo, "hi": hi,
+                  "dtype": "int16" if wide_out else "int8"}
+
+    def run_int(self, node, g, xs):
+        q = node.q
+        y = requant(xs[0].astype(np.int64) - q["zx"], q["mult"], q["shift"]) + q["zy"]
+        return [clamp_to(y, q["lo"], q["hi"], q["dtype"])]
+
+    def lower(self, node, g, precision):
+        q = node.q
+        kernel = "requant_s8_s16" if q["dtype"] == "int16" else "requant_s16_s8"
+        return kernel, [Buf(node.inputs[0], const=True), Buf(node.outputs[0]), g.tensors[node.inputs[0]].size,
+                        q["zx"], q["zy"], q["mult"], q["shift"]]

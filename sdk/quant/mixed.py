@@ -20,19 +20,20 @@ def keep_in_float(g: Graph, names: set[str]) -> set[str]:
             if producer is not None and producer.op == "_Quantize":
                 node.inputs[i] = producer.inputs[0]  # float already upstream
                 continue
-            node.inputs[i] = convert(g, node, name, "_Dequantize", before=True)
+            node.inputs[i] = convert_node(g, node, name, "_Dequantize", "float32", before=True)
             float_tensors.add(node.inputs[i])
         for j, name in enumerate(node.outputs):
-            node.outputs[j] = convert(g, node, name, "_Quantize", before=False)
+            node.outputs[j] = convert_node(g, node, name, "_Quantize", "float32", before=False)
             float_tensors.add(node.outputs[j])
     g.remove_unused()
     return float_tensors
 
 
-def convert(g: Graph, node: Node, int8_name: str, op: str, before: bool) -> str:
-    """Insert a conversion between `node` and the int8 tensor; returns the float tensor."""
-    float_name = g.add_tensor(int8_name + "_float", g.tensors[int8_name].shape, "float32")
-    src, dst = (int8_name, float_name) if before else (float_name, int8_name)
+def convert_node(g: Graph, node: Node, int8_name: str, op: str, dtype: str, before: bool) -> str:
+    """Insert a conversion op between `node` and its int8 tensor (before: on its input,
+    else on its output); returns the new tensor on the node's side, of `dtype`."""
+    new = g.add_tensor(f"{int8_name}_{dtype}", g.tensors[int8_name].shape, dtype)
+    src, dst = (int8_name, new) if before else (new, int8_name)
     at = g.nodes.index(node)
     g.nodes.insert(at if before else at + 1, Node(op, g.fresh_name(op.strip("_").lower()), [src], [dst]))
-    return float_name
+    return new

@@ -11,6 +11,7 @@ from ..errors import UsageError
 from ..ir import Graph, QParams
 from ..ops import get_op
 from .calibrate import RangeObserver
+from .int16 import widen_layers
 from .mixed import keep_in_float
 
 
@@ -57,16 +58,18 @@ def assign_qparams(g: Graph, observer: RangeObserver | None) -> None:
                 t.q = from_observer(out)
 
 
-def quantize_graph(g: Graph, observer: RangeObserver | None, keep_float: set[str] = frozenset()) -> None:
-    """Quantize every node except those named in keep_float, which stay float between
-    conversions (per-layer fallback)."""
+def quantize_graph(g: Graph, observer: RangeObserver | None, keep_float: set[str] = frozenset(),
+                   int16: set[str] = frozenset()) -> None:
+    """Quantize every node: int8, except those named in keep_float (float between
+    conversions, per-layer fallback) and in int16 (16x8 layers)."""
     assign_qparams(g, observer)
     if observer is not None:
         for t in g.activations():
             t.channel_mean = observer.channel_mean(t.name)
     float_tensors = keep_in_float(g, set(keep_float)) if keep_float else set()
+    wide_tensors = widen_layers(g, set(int16), observer) if int16 else set()
     for node in g.nodes:
         if node.attrs.get("precision") != "fp32":
             get_op(node.op).quantize(node, g)
     for t in g.activations():
-        t.dtype = "float32" if t.name in float_tensors else "int8"
+        t.dtype = "float32" if t.name in float_tensors else "int16" if t.name in wide_tensors else "int8"

@@ -25,16 +25,17 @@ import numpy as np
 INT8_MIN, INT8_MAX = -128, 127
 
 
-def quantize_multiplier(real: float) -> tuple[int, int]:
-    """(M, S) with M in [2^30, 2^31) and S in [1, 62] such that real ~= M / 2^S."""
+def quantize_multiplier(real: float, bits: int = 31) -> tuple[int, int]:
+    """(M, S) with M in [2^(bits-1), 2^bits) and S in [1, 62] such that real ~= M / 2^S.
+    int16 (16x8) layers use bits=15: their 64-bit accumulators times M must stay in int64."""
     if not real > 0.0 or not math.isfinite(real):
         return 0, 1
     mantissa, exponent = math.frexp(real)  # real = mantissa * 2^exponent, mantissa in [0.5, 1)
-    m = round(mantissa * (1 << 31))
-    if m == 1 << 31:
+    m = round(mantissa * (1 << bits))
+    if m == 1 << bits:
         m //= 2
         exponent += 1
-    shift = 31 - exponent
+    shift = bits - exponent
     if shift > 62:  # too small to represent: shrink the multiplier instead
         m >>= shift - 62
         shift = 62
@@ -43,8 +44,8 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     return int(m), int(shift)
 
 
-def quantize_multipliers(reals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    pairs = [quantize_multiplier(float(r)) for r in np.ravel(reals)]
+def quantize_multipliers(reals: np.ndarray, bits: int = 31) -> tuple[np.ndarray, np.ndarray]:
+    pairs = [quantize_multiplier(float(r), bits) for r in np.ravel(reals)]
     return (np.array([p[0] for p in pairs], dtype=np.int32), np.array([p[1] for p in pairs], dtype=np.int32))
 
 
@@ -58,6 +59,13 @@ def requant(acc: np.ndarray, mult: np.ndarray | int, shift: np.ndarray | int) ->
 
 def clamp_int8(y: np.ndarray, lo: int = INT8_MIN, hi: int = INT8_MAX) -> np.ndarray:
     return np.clip(y, lo, hi).astype(np.int8)
+
+
+INT16_MIN, INT16_MAX = -32768, 32767
+
+
+def clamp_to(y: np.ndarray, lo: int, hi: int, dtype: str) -> np.ndarray:
+    return np.clip(y, lo, hi).astype(dtype)
 
 
 def quantize_float(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:

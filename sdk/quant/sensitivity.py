@@ -1,4 +1,5 @@
-"""Choose the layers to keep in float so that the int8 model meets an accuracy target.
+"""Choose the layers to keep in higher precision (float, or int16 activations) so that the
+int8 model meets an accuracy target.
 
 The score is the mean cosine similarity between the quantized model's (dequantized)
 outputs and the float model's, on calibration samples, computed with the numpy
@@ -15,19 +16,25 @@ from ..ir import Graph
 from ..ops import get_op
 from ..reference import run_float, run_quantized_model
 from .calibrate import RangeObserver
+from .int16 import candidates as int16_candidates
 from .quantize import quantize_graph
 
 EVAL_SAMPLES = 16
 
 
-def candidates(g: Graph) -> list[str]:
-    """Layers that requantize (data movement gains nothing from float)."""
+def candidates(g: Graph, mode: str) -> list[str]:
+    """Layers that requantize (data movement gains nothing); int16 applies to weighted layers."""
+    if mode == "int16":
+        return int16_candidates(g)
     return [n.name for n in g.nodes if not get_op(n.op).alias and get_op(n.op).output_qparams == "calibrated"]
 
 
-def score(g_float: Graph, observer: RangeObserver, samples: list[dict], keep: set[str]) -> float:
+def score(g_float: Graph, observer: RangeObserver, samples: list[dict], keep: set[str], mode: str) -> float:
     g = copy.deepcopy(g_float)
-    quantize_graph(g, observer, keep)
+    if mode == "int16":
+        quantize_graph(g, observer, int16=keep)
+    else:
+        quantize_graph(g, observer, keep_float=keep)
     cosines = []
     for feeds in samples:
         want = run_float(g_float, feeds)
@@ -38,19 +45,21 @@ def score(g_float: Graph, observer: RangeObserver, samples: list[dict], keep: se
     return float(np.mean(cosines))
 
 
-def choose_float_layers(g_float: Graph, observer: RangeObserver, samples: list[dict],
-                        target: float) -> tuple[list[str], float, float]:
-    """(layers kept in float, score reached, int8-only score)."""
+def choose_layers(g_float: Graph, observer: RangeObserver, samples: list[dict], target: float,
+                  mode: str = "float") -> tuple[list[str], float, float]:
+    """(layers kept in higher precision, score reached, int8-only score); mode is
+    "float" (per-layer float fallback) or "int16" (16x8 layers)."""
     samples = samples[:EVAL_SAMPLES]
-    base = score(g_float, observer, samples, set())
+    base = score(g_float, observer, samples, set(), mode)
     if base >= target:
         return [], base, base
-    gains = sorted(((score(g_float, observer, samples, {name}), name) for name in candidates(g_float)), reverse=True)
+    gains = sorted(((score(g_float, observer, samples, {name}, mode), name) for name in candidates(g_float, mode)),
+                   reverse=True)
     kept: list[str] = []
     reached = base
     for _, name in gains:
         kept.append(name)
-        reached = score(g_float, observer, samples, set(kept))
+        reached = score(g_float, observer, samples, set(kept), mode)
         if reached >= target:
             break
     return kept, reached, base
