@@ -1,0 +1,209 @@
+"""The `neon` kernel set: aarch64 NEON kernels, sdk/templates/neon/, for any aarch64 board
+(rpi5, and the jetson board's CPU path). int8 dot products use the dot-product extension
+(SDOT, vdotq_laneq_s32) when the board's -mcpu has it (__ARM_FEATURE_DOTPROD) and plain
+widening multiplies otherwise; the weight layouts are the same either way.
+
+As for the avx2 set (kset_avx2.py), each rule re-lays the weights out at compile time and
+returns None for what its kernel does not cover (grouped or dilated convolutions,
+broadcasting adds, layers too wide for the stack panel, a zero-point-corrected bias that
+leaves int32). int8 results are bit-identical to the portable kernels: SDOT sums of raw
+int8 inputs are exact, the input panel is padded with the zero point and the bias carries
+-zx * sum(w), and the requantization is cuvil_requant's rule in 64-bit lanes
+(board_tests/test_simd_rpi5.py holds that on the kernel grid under qemu-aarch64).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops.common import Weight
+from .kernel_sets import KernelSet, by_table, register_kernel_set
+from .kset_avx2 import (ADD_ARGS, AVGPOOL_ARGS, CONV_ARGS, CONV_F32_ARGS, FC_ARGS, FC_F32_ARGS, MAXPOOL_ARGS,
+                        PANEL_BYTES, contiguous_strides)
+from .simd_layout import (band_rows, channel_blocks, conv_tap_rows, data, padded, requant_table_neon, threads_for,
+                          unpack, zero_point_bias)
+
+FC_K_MAX = 64 * 1024  # fc: the most inputs copied to the stack
+
+
+def conv_s8(args, node, g):
+    a = unpack(args, CONV_ARGS)
+    if a is None:
+        return None
+    if a["dh"] != 1 or a["dw"] != 1:
+        return None
+    w = data(a["w"]).astype(np.int64)  # [oc][kh][kw][c / groups]
+    bias, mult, shift = data(a["bias"]), data(a["mult"]), data(a["shift"])
+    if a["groups"] != 1:
+        if a["groups"] == a["c"] == a["oc"]:
+            return depthwise_s8(a, w, bias, mult, shift, g)
+        return None
+    oc, kh, c = a["oc"], a["kh"], a["c"]
+    bias_zx = zero_point_bias(bias, w, a["zx"])
+    if bias_zx is None:
+        return None
+    rows, kr = conv_tap_rows(w, 4)  # [oc][kh][kr], kr a multiple of 4
+    blocks = channel_blocks(oc, 16, 8)
+    packed = []
+    for o, width in blocks:
+        block = np.zeros((width, kh, kr), dtype=np.int64)
+        block[:min(width, oc - o)] = rows[o:o + width]
+        packed.append(block.reshape(width, kh, kr // 4, 4).transpose(1, 2, 0, 3).reshape(-1))  # [ky][quad][ch][4]
+    ocp = sum(width for _, width in blocks)
+    cols = (a["ow"] - 1) * a["sw"] + a["kw"]
+    rowlen = (cols * c + 16 + 15) // 16 * 16
+    band = band_rows(a["oh"], a["sh"], kh, rowlen, PANEL_BYTES)
+    if band == 0:
+        return None
+    macs = a["n"] * a["oh"] * a["ow"] * oc * kh * a["kw"] * c
+    return "conv2d_s8_neon", [
+        a["x"], a["y"], Weight("w8", np.concatenate(packed).astype(np.int8), "int8_t"),
+        Weight("bias_zx", padded(bias_zx.astype(np.int32), ocp), "int32_t"),
+        Weight("mult", padded(mult.astype(np.int32), ocp), "int32_t"),
+        Weight("rq", requant_table_neon(shift, ocp), "int64_t"),
+        a["n"], a["h"], a["wd"], c, a["oh"], a["ow"], oc, kh, a["kw"], a["sh"], a["sw"], a["pt"], a["pl"], kr // 4,
+        band, a["zx"], a["zy"], a["lo"], a["hi"], threads_for(g, macs)]
+
+
+def depthwise_s8(a, w, bias, mult, shift, g):
+    """Depthwise (groups == c == oc): channels in blocks of 8, int16 weights [block][tap][8]."""
+    c, kh, kw = a["c"], a["kh"], a["kw"]
+    taps = kh * kw
+    cp = -(-c // 8) * 8
+    wt = np.zeros((cp, taps), dtype=np.int64)
+    wt[:c] = w.reshape(c, taps)
+    packed = wt.reshape(cp // 8, 8, taps).transpose(0, 2, 1)
+    rowlen = ((a["ow"] - 1) * a["sw"] + kw) * cp
+    band = band_rows(a["oh"], a["sh"], kh, rowlen * 2, PANEL_BYTES)
+    if band == 0:
+        return None
+    return "dwconv2d_s8_neon", [
+        a["x"], a["y"], Weight("w16", packed.reshape(-1).astype(np.int16), "int16_t"),
+        Weight("bias", padded(bias.astype(np.int32), cp), "int32_t"),
+        Weight("mult", padded(mult.astype(np.int32), cp), "int32_t"), Weight("rq", requant_table_neon(shift, cp), "int64_t"),
+        a["n"], a["h"], a["wd"], c, a["oh"], a["ow"], kh, kw, a["sh"], a["sw"], a["pt"], a["pl"], band, a["zx"],
+        a["zy"], a["lo"], a["hi"], threads_for(g, a["n"] * a["oh"] * a["ow"] * c * taps)]
+
+
+def fc_s8(args, node, g):
+    a = unpack(args, FC_ARGS)
+    if a is None:
+        return None
+    w = data(a["w"]).astype(np.int64)  # [n][k]
+    bias, mult, shift = data(a["bias"]), data(a["mult"]), data(a["shift"])
+    n, k = a["n"], a["k"]
+    bias_zx = zero_point_bias(bias, w, a["zx"])
+    if k > FC_K_MAX or bias_zx is None:
+        return None
+    kp = -(-k // 16) * 16
+    packed = []
+    for j in range(0, n, 32):
+        width = min(32, -(-(n - j) // 4) * 4)  # whole blocks of 4
+        block = np.zeros((width, kp), dtype=np.int64)
+        block[:min(width, n - j), :k] = w[j:j + width]
+        packed.append(block.reshape(width, kp // 4, 4).transpose(1, 0, 2).reshape(-1))  # [quad][output][4]
+    np4 = -(-n // 4) * 4
+    return "fc_s8_neon", [
+        a["x"], a["y"], Weight("w8", np.concatenate(packed).astype(np.int8), "int8_t"),
+        Weight("bias_zx", padded(bias_zx.astype(np.int32), np4), "int32_t"),
+        Weight("mult", padded(mult.astype(np.int32), np4), "int32_t"), Weight("rq", requant_table_neon(shift, np4), "int64_t"),
+        a["rows"], k, n, kp, a["zy"], a["lo"], a["hi"], threads_for(g, a["rows"] * n * k)]
+
+
+def maxpool_s8(args, node, g):
+    if unpack(args, MAXPOOL_ARGS) is None:
+        return None
+    return "maxpool_s8_neon", args
+
+
+def avgpool_s8(args, node, g):
+    if unpack(args, AVGPOOL_ARGS) is None:  # the portable arguments, passed on unchanged
+        return None
+    return "avgpool_s8_neon", args  # (its requantization saturates: no bound needed)
+
+
+def add_s8(args, node, g):
+    a = unpack(args, ADD_ARGS)
+    if a is None:
+        return None
+    dims = [a[f"d{i}"] for i in range(4)]
+    dense = contiguous_strides(dims)
+    if [a[f"sa{i}"] for i in range(4)] != dense or [a[f"sb{i}"] for i in range(4)] != dense:
+        return None
+    return "add_s8_neon", [a["a"], a["b"], a["y"], int(np.prod(dims)), a["za"], a["zb"], a["ma"], a["mb"], a["shift"],
+                           a["zy"], a["lo"], a["hi"]]
+
+
+def conv_f32(args, node, g):
+    a = unpack(args, CONV_F32_ARGS)
+    if a is None:
+        return None
+    if a["dh"] != 1 or a["dw"] != 1:
+        return None
+    w = data(a["w"]).astype(np.float32)
+    bias = data(a["bias"]).astype(np.float32)
+    oc, kh, kw, c = a["oc"], a["kh"], a["kw"], a["c"]
+    threads = threads_for(g, a["n"] * a["oh"] * a["ow"] * oc * kh * kw * (c // a["groups"]))
+    if a["groups"] != 1:
+        if not a["groups"] == c == oc:
+            return None
+        cp = -(-c // 4) * 4
+        wt = np.zeros((cp, kh * kw), dtype=np.float32)
+        wt[:c] = w.reshape(c, kh * kw)
+        packed = wt.reshape(cp // 4, 4, kh * kw).transpose(0, 2, 1)  # [block][tap][4]
+        rowlen = ((a["ow"] - 1) * a["sw"] + kw) * cp
+        band = band_rows(a["oh"], a["sh"], kh, rowlen * 4, PANEL_BYTES)
+        if band == 0:
+            return None
+        return "dwconv2d_f32_neon", [
+            a["x"], a["y"], Weight("w", packed.reshape(-1), "float"), Weight("bias", padded(bias, cp), "float"),
+            a["n"], a["h"], a["wd"], c, a["oh"], a["ow"], kh, kw, a["sh"], a["sw"], a["pt"], a["pl"], band, a["lo"],
+            a["hi"], threads]
+    rows, kr = conv_tap_rows(w, 1)
+    blocks = channel_blocks(oc, 16, 8)
+    packed = []
+    for o, width in blocks:
+        block = np.zeros((width, kh, kr), dtype=np.float32)
+        block[:min(width, oc - o)] = rows[o:o + width]
+        packed.append(block.transpose(1, 2, 0).reshape(-1))  # [ky][tap][channel]
+    rowlen = -(-((a["ow"] - 1) * a["sw"] + kw) * c // 4) * 4
+    band = band_rows(a["oh"], a["sh"], kh, rowlen * 4, PANEL_BYTES)
+    if band == 0:
+        return None
+    return "conv2d_f32_neon", [
+        a["x"], a["y"], Weight("w", np.concatenate(packed), "float"),
+        Weight("bias", padded(bias, sum(width for _, width in blocks)), "float"),
+        a["n"], a["h"], a["wd"], c, a["oh"], a["ow"], oc, kh, kw, a["sh"], a["sw"], a["pt"], a["pl"], band, a["lo"],
+        a["hi"], threads]
+
+
+def fc_f32(args, node, g):
+    a = unpack(args, FC_F32_ARGS)
+    if a is None:
+        return None
+    w = data(a["w"]).astype(np.float32)
+    bias = data(a["bias"]).astype(np.float32)
+    n, k = a["n"], a["k"]
+    packed = []
+    for j in range(0, n, 32):
+        width = min(32, -(-(n - j) // 4) * 4)
+        block = np.zeros((width, k), dtype=np.float32)
+        block[:min(width, n - j)] = w[j:j + width]
+        packed.append(block.T.reshape(-1))  # [k][output]
+    return "fc_f32_neon", [
+        a["x"], a["y"], Weight("w", np.concatenate(packed), "float"),
+        Weight("bias", padded(bias, -(-n // 4) * 4), "float"), a["rows"], k, n, a["lo"], a["hi"],
+        threads_for(g, a["rows"] * n * k)]
+
+
+@register_kernel_set
+class Neon(KernelSet):
+    name = "neon"
+    specialise = by_table({
+        "conv2d_s8": conv_s8,
+        "fc_s8": fc_s8,
+        "maxpool_s8": maxpool_s8,
+        "avgpool_s8": avgpool_s8,
+        "add_s8": add_s8,
+        "conv2d_f32": conv_f32,
+        "fc_f32": fc_f32,
+    })
