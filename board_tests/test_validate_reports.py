@@ -181,3 +181,18 @@ def test_lite_accuracy_target_uses_16x8_layers_bit_exact_on_cortex_m7(work):
     assert {g.tensors[n.outputs[0]].dtype for n in g.nodes if n.name in ("fc0", "fc1")} == {"int16"}
     ref = np.concatenate([run_quantized_model(g, {"x": x[i:i + 1]})[1]["y"] for i in range(len(x))])
     assert np.array_equal(np.load(work / "wide_y.npz")["y"], ref)
+
+
+@pytest.mark.slow
+def test_per_layer_on_cortex_m7_equals_host(work):
+    """Per-layer dumps come from the firmware itself (semihosting) and, being bit-exact,
+    give the same per-layer figures as the host build."""
+    rows = {}
+    for board, profile in (("cortex-m7", "lite"), ("host", "lite")):
+        r = cli("validate", "--board", board, "--profile", profile, "--model", EXAMPLES / "resnet8_fp32.onnx",
+                "--data", work / "noise.npz", "--calib", work / "r8_calib.npy", "--per-layer", "--json", cwd=work)
+        assert r.returncode == 0, r.stderr
+        rows[board] = json.loads(r.stdout)["layers"]
+    assert len(rows["cortex-m7"]) == 16  # every layer but the Reshape alias
+    assert all(l["cosine"] is not None and l["cosine"] > 0.99 for l in rows["cortex-m7"])
+    assert [l["cosine"] for l in rows["cortex-m7"]] == [l["cosine"] for l in rows["host"]]
