@@ -1,0 +1,212 @@
+"""Kernel cases for the SIMD kernel sets (avx2 on host, neon on rpi5), on top of
+kernel_cases.py: channel counts around the vector and block widths (16-channel blocks with
+an 8-channel tail, 32-output groups), pixel counts that leave partial tiles, layers wide
+enough to be cut into several stack-panel bands, odd tap counts, windows of more than 256
+positions, element counts that leave a scalar tail. Used by test_simd_host.py,
+test_simd_rpi5.py and test_threads.py, with kernel_cases' builders and checks.
+
+Each case names the SIMD kernel its main layer must get (`EXPECT`), so a rule that
+silently falls back to the portable kernel fails the tests instead of passing them.
+"""
+from __future__ import annotations
+
+import kernel_cases as kc
+
+CASES: list[kc.Case] = []
+EXPECT: dict[str, str] = {}  # case id -> kernel family of its first weighted/pooled layer
+
+
+def case(expect: str, *inputs: tuple[int, ...], ranges=()):
+    def register(fn):
+        CASES.append(kc.Case(fn.__name__, tuple(inputs), fn, ranges, (fn.__doc__ or "").strip()))
+        EXPECT[fn.__name__] = expect
+        return fn
+    return register
+
+
+# --- convolution --------------------------------------------------------------------------------
+@case("conv2d", (1, 19, 9, 13))
+def simd_conv_c19_oc40(b, x):
+    """40 output channels: blocks 16 + 16 + 8; 117 pixels: tiles of 6 and a tile of 3"""
+    return b.conv(x[0], 19, 40, (3, 3), pads=[1, 1, 1, 1])
+
+
+@case("conv2d", (1, 32, 11, 10))
+def simd_conv_oc24_s2(b, x):
+    return b.conv(x[0], 32, 24, (3, 3), strides=[2, 2], pads=[1, 0, 1, 1])
+
+
+@case("conv2d", (1, 33, 5, 7))
+def simd_conv_1x1_oc17(b, x):
+    """17 output channels: a 16 block and an 8 block holding one channel"""
+    return b.op("Relu", [b.conv(x[0], 33, 17, (1, 1))])
+
+
+@case("conv2d", (1, 4, 12, 9))
+def simd_conv_5x5_oc9(b, x):
+    """9 output channels: one 16 block, 7 lanes unused"""
+    return b.conv(x[0], 4, 9, (5, 5), pads=[2, 2, 2, 2])
+
+
+@case("conv2d", (1, 3, 16, 17))
+def simd_conv_odd_row_taps(b, x):
+    """kw * c = 9 taps per kernel row: padded to 10 (int16 pairs) or 12 (SDOT quads)"""
+    return b.clip(b.conv(x[0], 3, 8, (3, 3), strides=[2, 1], pads=[1, 1, 1, 1]), 0.0, 6.0)
+
+
+@case("conv2d", (1, 1, 49, 10))
+def simd_conv_dscnn_stem(b, x):
+    """DS-CNN's first layer: one input channel, a 10x4 kernel, stride 2, SAME_UPPER"""
+    return b.op("Relu", [b.conv(x[0], 1, 64, (10, 4), strides=[2, 2], auto_pad="SAME_UPPER")])
+
+
+@case("conv2d", (1, 3, 20, 37))
+def simd_conv_rgb_stem(b, x):
+    """a 3-channel image 37 wide: the input transpose interleaves 16 pixels at a time, then a tail"""
+    return b.op("Relu", [b.conv(x[0], 3, 8, (3, 3), strides=[2, 2], pads=[1, 1, 1, 1])])
+
+
+@case("conv2d", (1, 32, 40, 30))
+def simd_conv_bands(b, x):
+    """wide enough that the input panel is built in several bands of output rows"""
+    return b.conv(x[0], 32, 16, (3, 3), pads=[1, 1, 1, 1])
+
+
+def p2(k: int) -> float:
+    return 2.0 ** -k
+
+
+@case("conv2d", (1, 2, 7, 9), ranges=((-0.1, 0.1),))
+def simd_qdq_conv_shift31(b, x):
+    """imposed scales with a requantization ratio of 1/2 (shift 31): the general 64-bit rule,
+    not the fast one (shifts 32..54); inputs of a few codes keep the outputs off the clamps"""
+    w = b.qconst(b.rng.integers(-1, 2, (4, 2, 3, 3)), p2(6))
+    return b.qdq(b.op("Conv", [b.qdq(x[0], p2(5)), w], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), p2(10))
+
+
+# --- depthwise ----------------------------------------------------------------------------------
+@case("dwconv2d", (1, 40, 9, 11))
+def simd_dw_c40(b, x):
+    """40 channels: blocks 16 + 16 + a partial one"""
+    return b.op("Relu", [b.conv(x[0], 40, 40, (3, 3), group=40, pads=[1, 1, 1, 1])])
+
+
+@case("dwconv2d", (1, 24, 13, 12))
+def simd_dw_5x5_s2(b, x):
+    """25 taps: the last pair padded with a zero-weight tap"""
+    return b.conv(x[0], 24, 24, (5, 5), group=24, strides=[2, 2], pads=[2, 2, 2, 2])
+
+
+@case("dwconv2d", (1, 16, 6, 7))
+def simd_dw_2x2_asym(b, x):
+    return b.conv(x[0], 16, 16, (2, 2), group=16, pads=[0, 1, 1, 0])
+
+
+@case("dwconv2d", (1, 64, 48, 30))
+def simd_dw_bands(b, x):
+    return b.conv(x[0], 64, 64, (3, 3), group=64, pads=[1, 1, 1, 1])
+
+
+@case("dwconv2d", (1, 9, 6, 7), ranges=((-0.1, 0.1),))
+def simd_qdq_dw_shift31(b, x):
+    w = b.qconst(b.rng.integers(-2, 3, (9, 1, 3, 3)), p2(6))
+    return b.qdq(b.op("Conv", [b.qdq(x[0], p2(5)), w], kernel_shape=[3, 3], group=9, pads=[1, 1, 1, 1]), p2(10))
+
+
+# --- fully connected ----------------------------------------------------------------------------
+@case("fc", (1, 301))
+def simd_gemm_k301_n70(b, x):
+    """odd k; 70 outputs: groups of 32 + 32 + a block of 8 holding 6"""
+    return b.gemm(x[0], 301, 70)
+
+
+@case("fc", (1, 640))
+def simd_gemm_k640_n128_relu(b, x):
+    return b.op("Relu", [b.gemm(x[0], 640, 128)])
+
+
+@case("fc", (1, 8))
+def simd_gemm_k8_n5(b, x):
+    return b.gemm(x[0], 8, 5)
+
+
+@case("fc", (1, 4, 33))
+def simd_gemm_rows4(b, x):
+    return b.gemm(b.reshape(x[0], [4, 33]), 33, 40)
+
+
+@case("fc", (1, 24), ranges=((-0.1, 0.1),))
+def simd_qdq_gemm_shift31(b, x):
+    w = b.qconst(b.rng.integers(-2, 3, (11, 24)), p2(6))
+    return b.qdq(b.op("Gemm", [b.qdq(x[0], p2(5)), w], transB=1), p2(10))
+
+
+# --- pooling and add ----------------------------------------------------------------------------
+@case("maxpool", (1, 40, 9, 9))
+def simd_maxpool_c40(b, x):
+    """40 channels: 32 in one vector, then 8 one at a time"""
+    return b.op("MaxPool", x, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+
+
+@case("maxpool", (1, 20, 8, 8))
+def simd_maxpool_c20(b, x):
+    return b.op("MaxPool", x, kernel_shape=[2, 2], strides=[2, 2])
+
+
+@case("avgpool", (1, 40, 9, 9))
+def simd_avgpool_c40_include_pad(b, x):
+    return b.op("AveragePool", x, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1)
+
+
+@case("avgpool", (1, 33, 8, 7))
+def simd_avgpool_c33_ceil(b, x):
+    return b.op("AveragePool", x, kernel_shape=[3, 2], strides=[2, 2], ceil_mode=1)
+
+
+@case("avgpool", (1, 40, 20, 20))
+def simd_gap_400(b, x):
+    """a window of 400 positions: sums in int32"""
+    return b.op("GlobalAveragePool", x)
+
+
+@case("add", (1, 10, 10, 10), (1, 10, 10, 10), ranges=((-1.0, 2.0), (-3.0, 0.5)))
+def simd_add_1000(b, x):
+    """1000 elements: 62 vectors of 16 and a scalar tail of 8"""
+    return b.op("Add", x)
+
+
+@case("add", (1, 48, 5, 7), (1, 48, 5, 7))
+def simd_add_relu_c48(b, x):
+    return b.op("Relu", [b.op("Add", x)])
+
+
+GROUPS: dict[str, list[str]] = {
+    "conv": [c.id for c in CASES if EXPECT[c.id] == "conv2d"],
+    "dw_fc": [c.id for c in CASES if EXPECT[c.id] in ("dwconv2d", "fc")],
+    "pool_add": [c.id for c in CASES if EXPECT[c.id] in ("maxpool", "avgpool", "add")],
+}
+FP32_IDS = [c.id for c in CASES if EXPECT[c.id] in ("conv2d", "dwconv2d", "fc")]
+BY_ID = {c.id: c for c in CASES}
+
+
+def make_net(name: str, ids: list[str]) -> kc.Net:
+    """kc.make_net over these cases (registered in kc.CASES only while it runs)."""
+    saved = dict(kc.CASES)
+    try:
+        kc.CASES.update({c.id: c for c in CASES})
+        return kc.make_net(name, ids)
+    finally:
+        kc.CASES.clear()
+        kc.CASES.update(saved)
+
+
+def main_layer_kernels(info: dict, net: kc.Net) -> dict[str, str]:
+    """case id -> the kernel of the layer that writes the case's output (or, for a fused
+    activation that is a separate layer, the first weighted/pooling layer before it)."""
+    ops = {"Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Add"}
+    out = {}
+    for cid in net.outputs:
+        prefix = f"{cid}_"
+        layers = [l for l in info["layers"] if l["name"].startswith(prefix) and l["op"] in ops]
+        out[cid] = layers[-1]["kernel"] if layers else "(none)"
+    return out
