@@ -78,6 +78,8 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, precision: str, name: str,
     shutil.copy(TEMPLATES / "common" / "cuvil_common.h", src / "cuvil_common.h")
     for header in context["kernel_headers"]:
         shutil.copy(TEMPLATES / header, src / "kernels" / Path(header).name)
+        for shared in (TEMPLATES / header).parent.glob("cuvil_*.h"):  # the set's shared helpers
+            shutil.copy(shared, src / "kernels" / shared.name)
     weight_bytes = sum(w.nbytes for w in lowered.weights)
     sources = [f"src/{prefix}.c", f"src/{prefix}_weights.c"]
     if debug_dump:

@@ -2,75 +2,7 @@
  * conv2d_s8_dsp: im2col + SMLAD GEMM convolution; layouts and constants come from
  * cuvil_sdk/codegen/kset_cortex_m_dsp.py. */
 /* ---- cuvil_dsp_common (identical in every cortex_m_dsp header; the first one included wins) ---- */
-#ifndef CUVIL_DSP_COMMON_H
-#define CUVIL_DSP_COMMON_H
-#include <stdint.h>
-#include <string.h>
-#if !defined(__ARM_FEATURE_DSP) || !defined(__thumb2__)
-#error "the cortex_m_dsp kernels need the Armv7E-M DSP extension (-mcpu=cortex-m7 -mthumb)"
-#endif
-
-/* Unaligned 32/16-bit accesses (LDR/STR/LDRH/STRH allow them on Armv7-M; LDRD/LDM do not). */
-static inline uint32_t cuvil_ld32(const void *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static inline void cuvil_st32(void *p, uint32_t v) { memcpy(p, &v, 4); }
-static inline void cuvil_st16(void *p, uint32_t v) { uint16_t h = (uint16_t)v; memcpy(p, &h, 2); }
-
-/* a + sign-extended bytes 0 and 2 of x (two 16-bit lanes); _r8: bytes 1 and 3. */
-static inline uint32_t cuvil_sxtab16(uint32_t a, uint32_t x)
-{
-    uint32_t r;
-    __asm__("sxtab16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(x));
-    return r;
-}
-static inline uint32_t cuvil_sxtab16_r8(uint32_t a, uint32_t x)
-{
-    uint32_t r;
-    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
-    return r;
-}
-static inline uint32_t cuvil_smlad(uint32_t x, uint32_t y, uint32_t acc)
-{
-    uint32_t r;
-    __asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(x), "r"(y), "r"(acc));
-    return r;
-}
-
-/* The rounding rule of cuvil_requant for a shift S >= 33 (checked in Python), in three
- * instructions: with s = S - 32, (acc * M + 2^(S-1)) >> S == (hi32(acc * M) + 2^(s-1)) >> s,
- * and the output zero point is folded in: rnd = 2^(s-1) + (zy << s) (Python checks that it
- * cannot overflow). q = {M, rnd, s}; the result is saturated to int8. */
-static inline int32_t cuvil_rq(int32_t acc, int32_t m, int32_t rnd, int32_t s)
-{
-    int32_t r;
-    __asm__("smmla %0, %1, %2, %3" : "=r"(r) : "r"(acc), "r"(m), "r"(rnd));
-    r >>= s;
-    __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(r));
-    return r;
-}
-
-/* Four int8 lanes clamped to [lo, hi] (lo4/hi4: the bound in every byte). */
-static inline uint32_t cuvil_clamp4(uint32_t v, uint32_t lo4, uint32_t hi4)
-{
-    uint32_t t;
-    __asm__("ssub8 %[t], %[v], %[lo]\n\t"
-            "sel %[v], %[v], %[lo]\n\t"
-            "ssub8 %[t], %[hi], %[v]\n\t"
-            "sel %[v], %[v], %[hi]"
-            : [v] "+r"(v), [t] "=&r"(t) : [lo] "r"(lo4), [hi] "r"(hi4) : "cc");
-    return v;
-}
-
-/* Bytes b0 | b1 << 8 | b2 << 16 | b3 << 24 of four int8 results. */
-static inline uint32_t cuvil_pack4(int32_t b0, int32_t b1, int32_t b2, int32_t b3)
-{
-    uint32_t v = (uint32_t)b0;
-    __asm__("bfi %0, %1, #8, #8\n\t"
-            "bfi %0, %2, #16, #8\n\t"
-            "bfi %0, %3, #24, #8"
-            : "+&r"(v) : "r"(b1), "r"(b2), "r"(b3));
-    return v;
-}
-#endif /* CUVIL_DSP_COMMON_H */
+#include "cuvil_dsp_common.h"
 /* ---- end cuvil_dsp_common ---- */
 /* ---- cuvil_dsp_gemm (identical in every cortex_m_dsp header that multiplies int16 columns) ----
  * Layouts (made at compile time by kset_cortex_m_dsp.py):

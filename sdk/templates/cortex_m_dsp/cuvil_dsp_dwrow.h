@@ -1,0 +1,113 @@
+/* Shared helpers of the cortex_m_dsp kernel set: copied into a generated project with any of its kernels. */
+#ifndef CUVIL_DSP_DWROW_H
+#define CUVIL_DSP_DWROW_H
+#define CUVIL_DSP_DW_VALUES 2048 /* row ring (stack), int16 values: 4 KiB; kh * 4 * wp + wp <= this */
+
+static inline uint32_t cuvil_pkhbt(uint32_t lo, uint32_t hi)
+{
+    uint32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(lo), "r"(hi));
+    return r;
+}
+static inline uint32_t cuvil_pkhtb(uint32_t hi, uint32_t lo)
+{
+    uint32_t r;
+    __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(hi), "r"(lo));
+    return r;
+}
+
+/* Channels [0, cc) of input row `src` (w pixels, `c` bytes apart) into planes at dst
+ * (dst[ch * wp + pl + ix]); 4 channels x 2 pixels per step. */
+static void cuvil_dw_row(const int8_t *src, int16_t *dst, int w, int cc, long c, int wp, int pl, uint32_t nzx2,
+                         int32_t zx)
+{
+    const int c4 = cc & ~3;
+    for (int ch = 0; ch < c4; ch += 4) {
+        int16_t *d = dst + ch * wp + pl;
+        const int8_t *s = src + ch;
+        int ix = 0;
+        for (; ix + 2 <= w; ix += 2, s += 2 * c) {
+            const uint32_t a = cuvil_ld32(s), b = cuvil_ld32(s + c);
+            const uint32_t a02 = cuvil_sxtab16(nzx2, a), a13 = cuvil_sxtab16_r8(nzx2, a);
+            const uint32_t b02 = cuvil_sxtab16(nzx2, b), b13 = cuvil_sxtab16_r8(nzx2, b);
+            cuvil_st32(d + ix, cuvil_pkhbt(a02, b02));
+            cuvil_st32(d + wp + ix, cuvil_pkhbt(a13, b13));
+            cuvil_st32(d + 2 * wp + ix, cuvil_pkhtb(b02, a02));
+            cuvil_st32(d + 3 * wp + ix, cuvil_pkhtb(b13, a13));
+        }
+        if (ix < w) {
+            const uint32_t a = cuvil_ld32(s);
+            const uint32_t a02 = cuvil_sxtab16(nzx2, a), a13 = cuvil_sxtab16_r8(nzx2, a);
+            d[ix] = (int16_t)a02;
+            d[wp + ix] = (int16_t)a13;
+            d[2 * wp + ix] = (int16_t)(a02 >> 16);
+            d[3 * wp + ix] = (int16_t)(a13 >> 16);
+        }
+    }
+    for (int t = 0; t < (cc & 3); t++) {
+        int16_t *d = dst + (c4 + t) * wp + pl;
+        const int8_t *s = src + c4 + t;
+        for (int ix = 0; ix < w; ix++, s += c) d[ix] = (int16_t)(*s - zx);
+    }
+}
+
+/* The geometry is that of the image as the kernel walks it: rows of wd pixels. A transposed
+ * walk (rows = the image's columns) only swaps the sizes and strides, which Python sets. */
+struct cuvil_dw {
+    const int8_t *in;  /* input, at the chunk's first channel */
+    int8_t *out;       /* output, at the chunk's first channel */
+    const int16_t *w;  /* weight stream, at the chunk's first channel */
+    int16_t *ring, *zero;
+    int n, h, wd, c, oh, ow, kh, kw, sh, sw, pt, pl, wp, cc, stream;
+    long in_row, in_pix, out_row, out_pix; /* bytes between rows / adjacent pixels of a row */
+    uint32_t nzx2, lo4, hi4;
+    int32_t zx;
+};
+
+/* Per output row of the chunk: convert the input rows it needs that are not in the ring yet,
+ * then call row(k, oy, rows) with rows[ky] = the ring slot of input row oy*sh - pt + ky, or
+ * the zero plane. */
+static void cuvil_dw_chunk(struct cuvil_dw *k, void (*row)(const struct cuvil_dw *, int, const int16_t *const *))
+{
+    const int16_t *rows[16];
+    for (int b = 0; b < k->n; b++) {
+        const int8_t *in_b = k->in + (long)b * k->h * k->wd * k->c;
+        int next = 0;
+        for (int oy = 0; oy < k->oh; oy++) {
+            const int iy0 = oy * k->sh - k->pt;
+            for (int ky = 0; ky < k->kh; ky++) {
+                const int iy = iy0 + ky;
+                if (iy < 0 || iy >= k->h) {
+                    rows[ky] = k->zero;
+                    continue;
+                }
+                int16_t *slot = k->ring + (iy % k->kh) * k->cc * k->wp;
+                if (iy >= next) {
+                    cuvil_dw_row(in_b + iy * k->in_row, slot, k->wd, k->cc, k->in_pix, k->wp, k->pl, k->nzx2, k->zx);
+                    next = iy + 1;
+                }
+                rows[ky] = slot;
+            }
+            row(k, b * k->oh + oy, rows);
+        }
+    }
+}
+
+/* The depthwise driver: channel chunks of at most cc (a multiple of 4 that fits the ring). */
+static void cuvil_dw_run(const struct cuvil_dw *args, int cc_max,
+                         void (*row)(const struct cuvil_dw *, int, const int16_t *const *))
+{
+    int16_t ring[CUVIL_DSP_DW_VALUES] __attribute__((aligned(8)));
+    struct cuvil_dw k = *args;
+    for (int i = 0; i < (k.kh * cc_max + 1) * k.wp; i++) ring[i] = 0;
+    k.ring = ring;
+    k.zero = ring + k.kh * cc_max * k.wp;
+    for (int ch0 = 0; ch0 < args->c; ch0 += cc_max) {
+        k.cc = args->c - ch0 < cc_max ? args->c - ch0 : cc_max;
+        k.in = args->in + ch0;
+        k.out = args->out + ch0;
+        k.w = args->w + (long)ch0 * k.stream;
+        cuvil_dw_chunk(&k, row);
+    }
+}
+#endif /* CUVIL_DSP_DWROW_H */

@@ -1,0 +1,186 @@
+/* Shared helpers of the neon kernel set: copied into a generated project with any of its kernels. */
+#ifndef CUVIL_NEON_COMMON_H
+#define CUVIL_NEON_COMMON_H
+/* Any aarch64 CPU: with the
+ * dot-product extension (__ARM_FEATURE_DOTPROD, e.g. -mcpu=cortex-a76 or cortex-a78ae) the
+ * int8 dots are SDOT instructions, without it the same sums from widening multiplies. */
+#include <arm_neon.h>
+#include <string.h>
+
+/* acc[i] += sum over j < 4 of w[4i + j] * x[4i + j] (int8 products, exact in int32). */
+static inline int32x4_t cuvil_neon_dot(int32x4_t acc, int8x16_t w, int8x16_t x)
+{
+#if defined(__ARM_FEATURE_DOTPROD)
+    return vdotq_s32(acc, w, x);
+#else
+    const int16x8_t lo = vmull_s8(vget_low_s8(w), vget_low_s8(x));
+    const int16x8_t hi = vmull_high_s8(w, x);
+    return vaddq_s32(acc, vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi)));
+#endif
+}
+
+/* acc[i] += sum over j < 4 of w[4i + j] * x[4 * lane + j]: one quad of x against 4 outputs. */
+#if defined(__ARM_FEATURE_DOTPROD)
+#define CUVIL_NEON_DOT_LANE(acc, w, x, lane) vdotq_laneq_s32((acc), (w), (x), (lane))
+#else
+#define CUVIL_NEON_DOT_LANE(acc, w, x, lane) \
+    cuvil_neon_dot((acc), (w), vreinterpretq_s8_s32(vdupq_laneq_s32(vreinterpretq_s32_s8(x), (lane))))
+#endif
+
+/* The 4 bytes at p, repeated 4 times. */
+static inline int8x16_t cuvil_neon_quad(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return vreinterpretq_s8_s32(vdupq_n_s32(v));
+}
+
+/* Requantize 4 int32 accumulators exactly as cuvil_requant (cuvil_common.h), in 64-bit lanes:
+ * ((acc * mult + 2^(s-1)) >> s) + zy with an arithmetic shift (SSHL by -s), then saturated to
+ * int32 (the int8 narrowing that follows saturates again and the caller clamps, so the result
+ * is cuvil_requant's whatever the magnitude). q: [2^(s-1) x4, -s x4] as int64 (kset_neon.py). */
+static inline int32x4_t cuvil_neon_requant4(int32x4_t acc, int32x4_t mult, const int64_t *q, int64x2_t zy)
+{
+    int64x2_t lo = vmull_s32(vget_low_s32(acc), vget_low_s32(mult));
+    int64x2_t hi = vmull_high_s32(acc, mult);
+    lo = vaddq_s64(vshlq_s64(vaddq_s64(lo, vld1q_s64(q)), vld1q_s64(q + 4)), zy);
+    hi = vaddq_s64(vshlq_s64(vaddq_s64(hi, vld1q_s64(q + 2)), vld1q_s64(q + 6)), zy);
+    return vqmovn_high_s64(vqmovn_s64(lo), hi);
+}
+
+/* The same with one multiplier and shift for all lanes. */
+static inline int32x4_t cuvil_neon_requant4n(int32x4_t acc, int32_t mult, int32_t shift, int64x2_t zy)
+{
+    const int64x2_t rnd = vdupq_n_s64((int64_t)1 << (shift - 1)), sh = vdupq_n_s64(-(int64_t)shift);
+    const int32x2_t m = vdup_n_s32(mult);
+    int64x2_t lo = vmull_s32(vget_low_s32(acc), m);
+    int64x2_t hi = vmull_s32(vget_high_s32(acc), m);
+    lo = vaddq_s64(vshlq_s64(vaddq_s64(lo, rnd), sh), zy);
+    hi = vaddq_s64(vshlq_s64(vaddq_s64(hi, rnd), sh), zy);
+    return vqmovn_high_s64(vqmovn_s64(lo), hi);
+}
+
+/* 16 int32 -> 16 int8 (saturating), clamped to [lo, hi]. */
+static inline int8x16_t cuvil_neon_narrow16(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d, int8x16_t lo,
+                                            int8x16_t hi)
+{
+    const int16x8_t ab = vqmovn_high_s32(vqmovn_s32(a), b), cd = vqmovn_high_s32(vqmovn_s32(c), d);
+    return vminq_s8(vmaxq_s8(vqmovn_high_s16(vqmovn_s16(ab), cd), lo), hi);
+}
+
+/* Store the first `count` bytes of v (all 16 when count >= 16, none when count <= 0). */
+static inline void cuvil_neon_store_s8(int8_t *dst, int8x16_t v, int count)
+{
+    if (count >= 16) {
+        vst1q_s8(dst, v);
+    } else if (count > 0) {
+        int8_t tmp[16];
+        vst1q_s8(tmp, v);
+        memcpy(dst, tmp, (size_t)count);
+    }
+}
+
+/* Store the first `count` floats of v (all 4 when count >= 4, none when count <= 0). */
+static inline void cuvil_neon_store_f32(float *dst, float32x4_t v, int count)
+{
+    if (count >= 4) {
+        vst1q_f32(dst, v);
+    } else if (count > 0) {
+        float tmp[4];
+        vst1q_f32(tmp, v);
+        memcpy(dst, tmp, (size_t)count * sizeof *dst);
+    }
+}
+
+/* y = min(hi, max(lo, v)) with NaN passing through, as cuvil_clampf. */
+static inline float32x4_t cuvil_neon_clampf(float32x4_t v, float32x4_t lo, float32x4_t hi)
+{
+    const uint32x4_t below = vcltq_f32(v, lo), above = vcgtq_f32(v, hi);
+    return vbslq_f32(below, lo, vbslq_f32(above, hi, v));
+}
+
+/* One band of a padded int8 panel: `rows` rows of `rowlen` bytes, row r holding input row
+ * iy0 + r of image `img` (h x wd x c), `cols` columns of c bytes, column j being input column
+ * j - pl; `pad` (the input zero point) outside the input and after the last column. */
+static inline void cuvil_neon_panel_s8(int8_t *panel, int rows, int rowlen, int cols, const int8_t *img, int h, int wd,
+                                       int c, int iy0, int pl, int8_t pad)
+{
+    const int j0 = pl < cols ? pl : cols;
+    const int j1 = pl + wd < cols ? pl + wd : cols;
+    for (int r = 0; r < rows; r++) {
+        int8_t *row = panel + (long)r * rowlen;
+        const int iy = iy0 + r;
+        if (iy < 0 || iy >= h || j1 <= j0) {
+            memset(row, pad, (size_t)rowlen);
+            continue;
+        }
+        memset(row, pad, (size_t)j0 * c);
+        memcpy(row + (long)j0 * c, img + ((long)iy * wd + (j0 - pl)) * c, (size_t)(j1 - j0) * c);
+        memset(row + (long)j1 * c, pad, (size_t)(rowlen - (long)j1 * c));
+    }
+}
+
+/* An int16 panel of (x - zx), zero outside the input; columns of cstride >= c elements. */
+static inline void cuvil_neon_panel_s16(int16_t *panel, int rows, int rowlen, int cols, int cstride, const int8_t *img,
+                                        int h, int wd, int c, int iy0, int pl, int32_t zx)
+{
+    const int j0 = pl < cols ? pl : cols;
+    const int j1 = pl + wd < cols ? pl + wd : cols;
+    const int16x8_t z = vdupq_n_s16((int16_t)zx);
+    for (int r = 0; r < rows; r++) {
+        int16_t *row = panel + (long)r * rowlen;
+        const int iy = iy0 + r;
+        memset(row, 0, (size_t)rowlen * sizeof *row);
+        if (iy < 0 || iy >= h || j1 <= j0) continue;
+        for (int j = j0; j < j1; j++) {
+            const int8_t *src = img + ((long)iy * wd + (j - pl)) * c;
+            int16_t *dst = row + (long)j * cstride;
+            int i = 0;
+            for (; i + 8 <= c; i += 8) vst1q_s16(dst + i, vsubq_s16(vmovl_s8(vld1_s8(src + i)), z));
+            for (; i < c; i++) dst[i] = (int16_t)(src[i] - zx);
+        }
+    }
+}
+
+/* A float panel: x as is, zero outside the input; columns of cstride >= c floats. */
+static inline void cuvil_neon_panel_f32(float *panel, int rows, int rowlen, int cols, int cstride, const float *img,
+                                        int h, int wd, int c, int iy0, int pl)
+{
+    const int j0 = pl < cols ? pl : cols;
+    const int j1 = pl + wd < cols ? pl + wd : cols;
+    for (int r = 0; r < rows; r++) {
+        float *row = panel + (long)r * rowlen;
+        const int iy = iy0 + r;
+        memset(row, 0, (size_t)rowlen * sizeof *row);
+        if (iy < 0 || iy >= h || j1 <= j0) continue;
+        if (cstride == c) {
+            memcpy(row + (long)j0 * c, img + ((long)iy * wd + (j0 - pl)) * c, (size_t)(j1 - j0) * c * sizeof *row);
+        } else {
+            for (int j = j0; j < j1; j++)
+                memcpy(row + (long)j * cstride, img + ((long)iy * wd + (j - pl)) * c, (size_t)c * sizeof *row);
+        }
+    }
+}
+/* cuvil_quantize (cuvil_common.h) on n floats, 4 at a time: the same float32 division and
+ * addition, NaN and values below -1024 to -1024, above 1024 to 1024, floor, + zp, saturated
+ * to int8. The generated quantize_input uses it through CUVIL_QUANTIZE_INPUT. */
+static inline void cuvil_neon_quantize(const float *src, int8_t *dst, int32_t n, float scale, int32_t zp)
+{
+    const float32x4_t vs = vdupq_n_f32(scale), half = vdupq_n_f32(0.5f);
+    const float32x4_t lo = vdupq_n_f32(-1024.0f), hi = vdupq_n_f32(1024.0f);
+    const int32x4_t vz = vdupq_n_s32(zp);
+    const int32_t n8 = n & ~7;
+    for (int32_t i = 0; i < n8; i += 8) {
+        int32x4_t q[2];
+        for (int j = 0; j < 2; j++) {
+            float32x4_t v = vaddq_f32(vdivq_f32(vld1q_f32(src + i + 4 * j), vs), half);
+            v = vbslq_f32(vcgeq_f32(v, lo), v, lo); /* NaN too */
+            v = vminq_f32(v, hi);
+            q[j] = vaddq_s32(vcvtq_s32_f32(vrndmq_f32(v)), vz);
+        }
+        vst1_s8(dst + i, vqmovn_s16(vcombine_s16(vqmovn_s32(q[0]), vqmovn_s32(q[1]))));
+    }
+    for (int32_t i = n8; i < n; i++) dst[i] = cuvil_quantize(src[i], scale, zp);
+}
+#define CUVIL_QUANTIZE_INPUT cuvil_neon_quantize
+#endif /* CUVIL_NEON_COMMON_H */
