@@ -21,16 +21,11 @@ import numpy as np
 
 from ..ops.common import Weight
 from .kernel_sets import KernelSet, by_table, register_kernel_set
+from .simd_rules import AVGPOOL_ARGS, CONV_ARGS, FC_ARGS, MAXPOOL_ARGS, PANEL_BYTES, shared_rules
 from .simd_layout import (band_rows, channel_blocks, conv_tap_rows, data, padded, requant_bound_ok, requant_fast,
                           requant_table_avx2, threads_for, unpack)
 
-PANEL_BYTES = 48 * 1024  # stack budget of a kernel's input panel (per thread)
 X16_MAX = 32 * 1024  # fc: the most inputs converted to int16 on the stack
-
-CONV_ARGS = "x y w bias mult shift n h wd c oh ow oc kh kw sh sw pt pl dh dw groups zx zy lo hi"
-CONV_F32_ARGS = "x y w bias n h wd c oh ow oc kh kw sh sw pt pl dh dw groups lo hi"
-FC_ARGS = "x y w bias mult shift rows k n zx zy lo hi"
-FC_F32_ARGS = "x y w bias rows k n lo hi"
 
 
 def conv_acc_max(w: np.ndarray, bias: np.ndarray, x_range: int = 255) -> np.ndarray:
@@ -146,16 +141,10 @@ def transpose_s8(args, node, g):
     return "transpose_s8_avx2", [a["x"], a["y"], a["o0"], a["o1"], a["o2"], a["o3"], a["s0"], a["s1"], a["s3"]]
 
 
-MAXPOOL_ARGS = "x y n h w c oh ow kh kw sh sw pt pl pb pr"
-
-
 def maxpool_s8(args, node, g):
     if unpack(args, MAXPOOL_ARGS) is None:
         return None
     return "maxpool_s8_avx2", args
-
-
-AVGPOOL_ARGS = "x y n h w c oh ow kh kw sh sw pt pl pb pr include_pad zx zy mult shift"
 
 
 def avgpool_s8(args, node, g):
@@ -170,103 +159,14 @@ def avgpool_s8(args, node, g):
     return "avgpool_s8_avx2", args
 
 
-ADD_ARGS = "a b y d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3 za zb ma mb shift zy lo hi"
-
-
-def contiguous_strides(dims: list[int]) -> list[int]:
-    """The element strides of a dense tensor of these dims (0 where the dim is 1, as the
-    lowering writes them)."""
-    strides, step = [], 1
-    for d in reversed(dims):
-        strides.append(0 if d == 1 else step)
-        step *= d
-    return strides[::-1]
-
-
-def add_s8(args, node, g):
-    a = unpack(args, ADD_ARGS)
-    if a is None:
-        return None
-    dims = [a[f"d{i}"] for i in range(4)]
-    dense = contiguous_strides(dims)
-    if [a[f"sa{i}"] for i in range(4)] != dense or [a[f"sb{i}"] for i in range(4)] != dense:
-        return None  # broadcasting: the portable kernel
-    return "add_s8_avx2", [a["a"], a["b"], a["y"], int(np.prod(dims)), a["za"], a["zb"], a["ma"], a["mb"], a["shift"],
-                           a["zy"], a["lo"], a["hi"]]
-
-
-def conv_f32(args, node, g):
-    a = unpack(args, CONV_F32_ARGS)
-    if a is None:
-        return None
-    if a["dh"] != 1 or a["dw"] != 1:
-        return None
-    w = data(a["w"]).astype(np.float32)  # [oc][kh][kw][c / groups]
-    bias = data(a["bias"]).astype(np.float32)
-    oc, kh, kw, c = a["oc"], a["kh"], a["kw"], a["c"]
-    macs = a["n"] * a["oh"] * a["ow"] * oc * kh * kw * (c // a["groups"])
-    threads = threads_for(g, macs)
-    if a["groups"] != 1:
-        if not a["groups"] == c == oc:
-            return None
-        cp = -(-c // 8) * 8
-        wt = np.zeros((cp, kh * kw), dtype=np.float32)
-        wt[:c] = w.reshape(c, kh * kw)
-        packed = wt.reshape(cp // 8, 8, kh * kw).transpose(0, 2, 1)  # [block][tap][8]
-        rowlen = ((a["ow"] - 1) * a["sw"] + kw) * cp
-        band = band_rows(a["oh"], a["sh"], kh, rowlen * 4, PANEL_BYTES)
-        if band == 0:
-            return None
-        return "dwconv2d_f32_avx2", [
-            a["x"], a["y"], Weight("w", packed.reshape(-1), "float"), Weight("bias", padded(bias, cp), "float"),
-            a["n"], a["h"], a["wd"], c, a["oh"], a["ow"], kh, kw, a["sh"], a["sw"], a["pt"], a["pl"], band, a["lo"],
-            a["hi"], threads]
-    rows, kr = conv_tap_rows(w, 1)  # [oc][kh][kw * c]
-    packed = []
-    for o, width in channel_blocks(oc, 16, 8):
-        block = np.zeros((width, kh, kr), dtype=np.float32)
-        block[:min(width, oc - o)] = rows[o:o + width]
-        packed.append(block.transpose(1, 2, 0).reshape(-1))  # [ky][tap][channel]
-    ocp = sum(width for _, width in channel_blocks(oc, 16, 8))
-    rowlen = -(-((a["ow"] - 1) * a["sw"] + kw) * c // 8) * 8
-    band = band_rows(a["oh"], a["sh"], kh, rowlen * 4, PANEL_BYTES)
-    if band == 0:
-        return None
-    return "conv2d_f32_avx2", [
-        a["x"], a["y"], Weight("w", np.concatenate(packed), "float"), Weight("bias", padded(bias, ocp), "float"),
-        a["n"], a["h"], a["wd"], c, a["oh"], a["ow"], oc, kh, kw, a["sh"], a["sw"], a["pt"], a["pl"], band, a["lo"],
-        a["hi"], threads]
-
-
-def fc_f32(args, node, g):
-    a = unpack(args, FC_F32_ARGS)
-    if a is None:
-        return None
-    w = data(a["w"]).astype(np.float32)  # [n][k]
-    bias = data(a["bias"]).astype(np.float32)
-    n, k = a["n"], a["k"]
-    packed = []
-    for j in range(0, n, 32):
-        width = min(32, -(-(n - j) // 8) * 8)
-        block = np.zeros((width, k), dtype=np.float32)
-        block[:min(width, n - j)] = w[j:j + width]
-        packed.append(block.T.reshape(-1))  # [k][output]
-    return "fc_f32_avx2", [
-        a["x"], a["y"], Weight("w", np.concatenate(packed), "float"),
-        Weight("bias", padded(bias, -(-n // 8) * 8), "float"), a["rows"], k, n, a["lo"], a["hi"],
-        threads_for(g, a["rows"] * n * k)]
-
-
 @register_kernel_set
 class Avx2(KernelSet):
     name = "avx2"
     specialise = by_table({
+        **shared_rules("avx2", 8),
         "conv2d_s8": conv_s8,
         "fc_s8": fc_s8,
         "maxpool_s8": maxpool_s8,
         "avgpool_s8": avgpool_s8,
-        "add_s8": add_s8,
         "transpose_s8": transpose_s8,
-        "conv2d_f32": conv_f32,
-        "fc_f32": fc_f32,
     })

@@ -17,8 +17,7 @@ import numpy as np
 
 from ..ops.common import Weight
 from .kernel_sets import KernelSet, by_table, register_kernel_set
-from .kset_avx2 import (ADD_ARGS, AVGPOOL_ARGS, CONV_ARGS, CONV_F32_ARGS, FC_ARGS, FC_F32_ARGS, MAXPOOL_ARGS,
-                        PANEL_BYTES, contiguous_strides)
+from .simd_rules import AVGPOOL_ARGS, CONV_ARGS, FC_ARGS, MAXPOOL_ARGS, PANEL_BYTES, shared_rules
 from .simd_layout import (band_rows, channel_blocks, conv_tap_rows, data, padded, requant_table_neon, threads_for,
                           unpack, zero_point_bias)
 
@@ -121,89 +120,13 @@ def avgpool_s8(args, node, g):
     return "avgpool_s8_neon", args  # (its requantization saturates: no bound needed)
 
 
-def add_s8(args, node, g):
-    a = unpack(args, ADD_ARGS)
-    if a is None:
-        return None
-    dims = [a[f"d{i}"] for i in range(4)]
-    dense = contiguous_strides(dims)
-    if [a[f"sa{i}"] for i in range(4)] != dense or [a[f"sb{i}"] for i in range(4)] != dense:
-        return None
-    return "add_s8_neon", [a["a"], a["b"], a["y"], int(np.prod(dims)), a["za"], a["zb"], a["ma"], a["mb"], a["shift"],
-                           a["zy"], a["lo"], a["hi"]]
-
-
-def conv_f32(args, node, g):
-    a = unpack(args, CONV_F32_ARGS)
-    if a is None:
-        return None
-    if a["dh"] != 1 or a["dw"] != 1:
-        return None
-    w = data(a["w"]).astype(np.float32)
-    bias = data(a["bias"]).astype(np.float32)
-    oc, kh, kw, c = a["oc"], a["kh"], a["kw"], a["c"]
-    threads = threads_for(g, a["n"] * a["oh"] * a["ow"] * oc * kh * kw * (c // a["groups"]))
-    if a["groups"] != 1:
-        if not a["groups"] == c == oc:
-            return None
-        cp = -(-c // 4) * 4
-        wt = np.zeros((cp, kh * kw), dtype=np.float32)
-        wt[:c] = w.reshape(c, kh * kw)
-        packed = wt.reshape(cp // 4, 4, kh * kw).transpose(0, 2, 1)  # [block][tap][4]
-        rowlen = ((a["ow"] - 1) * a["sw"] + kw) * cp
-        band = band_rows(a["oh"], a["sh"], kh, rowlen * 4, PANEL_BYTES)
-        if band == 0:
-            return None
-        return "dwconv2d_f32_neon", [
-            a["x"], a["y"], Weight("w", packed.reshape(-1), "float"), Weight("bias", padded(bias, cp), "float"),
-            a["n"], a["h"], a["wd"], c, a["oh"], a["ow"], kh, kw, a["sh"], a["sw"], a["pt"], a["pl"], band, a["lo"],
-            a["hi"], threads]
-    rows, kr = conv_tap_rows(w, 1)
-    blocks = channel_blocks(oc, 16, 8)
-    packed = []
-    for o, width in blocks:
-        block = np.zeros((width, kh, kr), dtype=np.float32)
-        block[:min(width, oc - o)] = rows[o:o + width]
-        packed.append(block.transpose(1, 2, 0).reshape(-1))  # [ky][tap][channel]
-    rowlen = -(-((a["ow"] - 1) * a["sw"] + kw) * c // 4) * 4
-    band = band_rows(a["oh"], a["sh"], kh, rowlen * 4, PANEL_BYTES)
-    if band == 0:
-        return None
-    return "conv2d_f32_neon", [
-        a["x"], a["y"], Weight("w", np.concatenate(packed), "float"),
-        Weight("bias", padded(bias, sum(width for _, width in blocks)), "float"),
-        a["n"], a["h"], a["wd"], c, a["oh"], a["ow"], oc, kh, kw, a["sh"], a["sw"], a["pt"], a["pl"], band, a["lo"],
-        a["hi"], threads]
-
-
-def fc_f32(args, node, g):
-    a = unpack(args, FC_F32_ARGS)
-    if a is None:
-        return None
-    w = data(a["w"]).astype(np.float32)
-    bias = data(a["bias"]).astype(np.float32)
-    n, k = a["n"], a["k"]
-    packed = []
-    for j in range(0, n, 32):
-        width = min(32, -(-(n - j) // 4) * 4)
-        block = np.zeros((width, k), dtype=np.float32)
-        block[:min(width, n - j)] = w[j:j + width]
-        packed.append(block.T.reshape(-1))  # [k][output]
-    return "fc_f32_neon", [
-        a["x"], a["y"], Weight("w", np.concatenate(packed), "float"),
-        Weight("bias", padded(bias, -(-n // 4) * 4), "float"), a["rows"], k, n, a["lo"], a["hi"],
-        threads_for(g, a["rows"] * n * k)]
-
-
 @register_kernel_set
 class Neon(KernelSet):
     name = "neon"
     specialise = by_table({
+        **shared_rules("neon", 4),
         "conv2d_s8": conv_s8,
         "fc_s8": fc_s8,
         "maxpool_s8": maxpool_s8,
         "avgpool_s8": avgpool_s8,
-        "add_s8": add_s8,
-        "conv2d_f32": conv_f32,
-        "fc_f32": fc_f32,
     })
