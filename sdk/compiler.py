@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .boards import Board
 from .codegen.emit import dump_manifest, generate
+from .codegen.options import CodegenOptions
 from .data import load_samples, random_samples
 from .errors import CuvilError, UsageError
 from .frontend import load_model
@@ -120,8 +121,8 @@ def compile_into(req: CompileRequest, out_dir: Path) -> dict:
     g = frontend_and_passes(req)
     precision_layers = quantize(g, req) if precision == "int8" else {"float_layers": [], "int16_layers": []}
     plan = plan_arena(g)
-    g.threads = threads  # read by the kernel sets (which layers to split) and by emit (CUVIL_THREADS)
-    info = generate(g, plan, req.board, precision, req.name or req.model.stem, out_dir, req.debug_dump)
+    options = CodegenOptions(precision=precision, threads=threads, debug_dump=req.debug_dump)
+    info = generate(g, plan, req.board, options, req.name or req.model.stem, out_dir)
     info["profile"] = req.profile.name
     info["threads"] = threads
     info.update(precision_layers)

@@ -13,6 +13,7 @@ from ..boards import Board
 from ..ir import Graph
 from ..planner import ArenaPlan
 from .lowering import TEMPLATES, CTYPES, Lowered, c_float, lower_graph
+from .options import CodegenOptions
 from .sanitize import c_identifier, c_string_literal
 
 ARENA_ALIGN = 16
@@ -51,11 +52,11 @@ def manifest(g: Graph, prefix: str, board: Board, precision: str, plan: ArenaPla
             "outputs": [{k: v for k, v in e.items() if k not in strip} for e in outputs]}
 
 
-def generate(g: Graph, plan: ArenaPlan, board: Board, precision: str, name: str, out_dir: Path,
-             debug_dump: bool = False) -> dict:
+def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, name: str, out_dir: Path) -> dict:
     prefix = c_identifier(name)
+    precision, debug_dump = options.precision, options.debug_dump
     int8 = precision == "int8"
-    lowered: Lowered = lower_graph(g, plan, board, precision, prefix)
+    lowered: Lowered = lower_graph(g, plan, list(board.kernels), options, prefix)
     inputs = io_entries(g, g.inputs, plan, int8)
     outputs = io_entries(g, g.outputs, plan, int8)
     info = manifest(g, prefix, board, precision, plan, inputs, outputs)
@@ -68,7 +69,7 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, precision: str, name: str,
         "weights": [{"name": w.name, "ctype": w.ctype, "count": w.values.size, "lines": format_values(w.values, w.ctype)}
                     for w in lowered.weights],
         "manifest_literal": c_string_literal(info),
-        "threads": int(getattr(g, "threads", 1)),
+        "threads": options.threads,
     }
     env = environment()
     for template, target in (("common/model.h.j2", f"{prefix}.h"), ("common/model.c.j2", f"{prefix}.c"),
@@ -87,10 +88,11 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, precision: str, name: str,
         if board.kind == "shared_library":  # firmware harnesses implement the dump themselves
             (src / f"{prefix}_debug.c").write_text(env.get_template("common/debug_dump.c.j2").render(context))
             sources.append(f"src/{prefix}_debug.c")
-    info.update({"weight_bytes": weight_bytes, "layers": lowered.layers, "sources": sources})
+    info.update({"weight_bytes": weight_bytes, "layers": lowered.layers, "sources": sources,
+                 "fallbacks": [f.as_dict() for f in lowered.fallbacks]})
     if board.get("cuda_arch"):  # CUDA boards (jetson): device code and its host side, sdk/codegen/cuda.py
         from .cuda import generate_cuda
-        info.update(generate_cuda(g, plan, board, precision, prefix, out_dir, info))
+        info.update(generate_cuda(g, plan, board, options, prefix, out_dir, info))
     return info
 
 

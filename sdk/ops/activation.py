@@ -12,7 +12,8 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..quant.requant import dequantize, quantize_float
-from .common import Buf, Weight, qparams_of, require
+from ..codegen.kernel_api import call
+from .common import Weight, io_args, qparams_of, require
 from .registry import OpDef, register
 
 ACT_CODES = {"Relu": 0, "Clip": 1, "LeakyRelu": 2, "Sigmoid": 3, "HardSwish": 4, "Tanh": 5}
@@ -75,12 +76,13 @@ def make_activation(op_type: str) -> type[OpDef]:
             return [node.q["table"][xs[0].astype(np.int32) + 128]]
 
         def lower(self, node, g, precision):
-            io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0]), g.tensors[node.inputs[0]].size]
+            count = g.tensors[node.inputs[0]].size
             if precision == "int8":
-                return "lut_s8", io + [Weight("table", node.q["table"], "int8_t")]
+                return call("lut_s8", **io_args(node), count=count, table=Weight("table", node.q["table"], "int8_t"))
             lo, hi = clip_bounds(node, g) if op_type == "Clip" else (-3.0e38, 3.0e38)
             alpha = float(node.attrs.get("alpha", 0.01))
-            return "activation_f32", io + [ACT_CODES[op_type], alpha, max(lo, -3.0e38), min(hi, 3.0e38)]
+            return call("activation_f32", **io_args(node), count=count, code=ACT_CODES[op_type], alpha=alpha,
+                        lo=max(lo, -3.0e38), hi=min(hi, 3.0e38))
 
     Activation.op_type = op_type
     Activation.__name__ = op_type

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..quant.requant import INT16_MAX, INT16_MIN, clamp_to, quantize_multipliers, requant
-from .common import (Buf, Weight, apply_fused_float, const_input, float_bounds, fused_int_range, is_wide,
+from ..codegen.kernel_api import call
+from .common import (Weight, apply_fused_float, const_input, float_bounds, fused_int_range, io_args, is_wide,
                      optional_input, qparams_of, require)
 from .registry import OpDef, register
 
@@ -136,21 +137,21 @@ class Conv(OpDef):
         _, oh, ow, oc = g.tensors[node.outputs[0]].shape
         geo = self.geometry(node, g)
         kh, kw = g.const(node.inputs[1]).shape[2:]
-        dims = [n, h, w, c, oh, ow, oc, kh, kw, *geo["strides"], geo["pads"][0], geo["pads"][1], *geo["dilations"],
-                self.attr(node, "group")]
-        io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0])]
+        (sh, sw), (dh, dw), pads = geo["strides"], geo["dilations"], geo["pads"]
+        dims = dict(n=n, h=h, wd=w, c=c, oh=oh, ow=ow, oc=oc, kh=kh, kw=kw, sh=sh, sw=sw, pt=pads[0], pl=pads[1],
+                    dh=dh, dw=dw, groups=self.attr(node, "group"))
         if precision in ("int8", "int16"):
             q = node.q
             wide = precision == "int16"
-            weights = [Weight("w", q["w"].transpose(0, 2, 3, 1), "int8_t"),
-                       Weight("bias", q["bias"], "int64_t" if wide else "int32_t"),
-                       Weight("mult", q["mult"], "int32_t"), Weight("shift", q["shift"], "int32_t")]
-            return ("conv2d_s16" if wide else "conv2d_s8"), io + weights + dims + [q["zx"], q["zy"], q["act_min"],
-                                                                                    q["act_max"]]
+            return call("conv2d_s16" if wide else "conv2d_s8", **io_args(node), **dims,
+                        w=Weight("w", q["w"].transpose(0, 2, 3, 1), "int8_t"),
+                        bias=Weight("bias", q["bias"], "int64_t" if wide else "int32_t"),
+                        mult=Weight("mult", q["mult"], "int32_t"), shift=Weight("shift", q["shift"], "int32_t"),
+                        zx=q["zx"], zy=q["zy"], lo=q["act_min"], hi=q["act_max"])
         wf = g.const(node.inputs[1]).astype(np.float32).transpose(0, 2, 3, 1)
         bias = g.const(node.inputs[2]) if optional_input(node, 2) else np.zeros(oc)
-        weights = [Weight("w", wf, "float"), Weight("bias", bias.astype(np.float32), "float")]
-        return "conv2d_f32", io + weights + dims + float_bounds(node)
+        return call("conv2d_f32", **io_args(node), **dims, **float_bounds(node), w=Weight("w", wf, "float"),
+                    bias=Weight("bias", bias.astype(np.float32), "float"))
 
 
 def symmetric_per_channel(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:

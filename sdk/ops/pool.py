@@ -13,7 +13,8 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..quant.requant import clamp_int8, quantize_multipliers, requant
-from .common import Buf, Weight, qparams_of, require
+from ..codegen.kernel_api import call
+from .common import Weight, io_args, qparams_of, require
 from .conv import from_nchw, patches, spatial_dims, to_nchw
 from .registry import OpDef, register
 
@@ -95,11 +96,12 @@ class Pool(OpDef):
         win = patches(inside, self.kernel(node, g), geo["strides"], [1, 1], pads, self.geometry(node, g)["out"], 0)
         return win.sum(axis=(2, 3))[0, 0].astype(np.int64)
 
-    def lower_dims(self, node: Node, g: Graph) -> list[int]:
+    def lower_dims(self, node: Node, g: Graph) -> dict[str, int]:
         n, c, h, w = self.dims(node, g)
         geo = self.geometry(node, g)
         kh, kw = self.kernel(node, g)
-        return [n, h, w, c, *geo["out"], kh, kw, *geo["strides"], *geo["pads"]]
+        (oh, ow), (sh, sw), (pt, pl, pb, pr) = geo["out"], geo["strides"], geo["pads"]
+        return dict(n=n, h=h, w=w, c=c, oh=oh, ow=ow, kh=kh, kw=kw, sh=sh, sw=sw, pt=pt, pl=pl, pb=pb, pr=pr)
 
 
 @register
@@ -121,8 +123,7 @@ class MaxPool(Pool):
         return [from_nchw(y.astype(np.int8), last)]
 
     def lower(self, node, g, precision):
-        io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0])]
-        return ("maxpool_s8" if precision == "int8" else "maxpool_f32"), io + self.lower_dims(node, g)
+        return call("maxpool_s8" if precision == "int8" else "maxpool_f32", **io_args(node), **self.lower_dims(node, g))
 
 
 class AveragePoolBase(Pool):
@@ -149,13 +150,12 @@ class AveragePoolBase(Pool):
         return [from_nchw(clamp_int8(y), last)]
 
     def lower(self, node, g, precision):
-        io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0])]
-        dims = self.lower_dims(node, g) + [int(self.attr(node, "count_include_pad"))]
+        dims = dict(self.lower_dims(node, g), include_pad=int(self.attr(node, "count_include_pad")))
         if precision == "int8":
             q = node.q
-            return "avgpool_s8", io + dims + [q["zx"], q["zy"], Weight("mult", q["mult"], "int32_t"),
-                                              Weight("shift", q["shift"], "int32_t")]
-        return "avgpool_f32", io + dims
+            return call("avgpool_s8", **io_args(node), **dims, zx=q["zx"], zy=q["zy"],
+                        mult=Weight("mult", q["mult"], "int32_t"), shift=Weight("shift", q["shift"], "int32_t"))
+        return call("avgpool_f32", **io_args(node), **dims)
 
 
 @register
