@@ -1,7 +1,7 @@
 """Board tests for the aarch64 Linux boards (rpi5, and jetson's CPU path): whole models
 built by the real CLI (`cuvil-sdk run`), cross-compiled with aarch64-linux-gnu-gcc into
 lib<name>.so plus the harness, run under qemu-aarch64, and compared with the same command
-for `--board host`: int8 outputs must be identical (DESIGN 4.4), fp32 close.
+for `--board host`: int8 outputs must be identical (docs/internals.md, numerics), fp32 close.
 
 A missing tool (cross compiler, sysroot, qemu-aarch64, scons, the CLI) makes the tests fail,
 never skip.

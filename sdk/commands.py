@@ -38,8 +38,7 @@ def do_compile(req: CompileRequest, out_dir: Path) -> dict:
 def do_build(req: CompileRequest, out_dir: Path, jobs: int) -> dict:
     out_dir = out_dir.resolve()
     with StagedOutput(out_dir) as stage:
-        info = compile_into(req, stage)
-        prepare_board_sources(req.board, stage, info)
+        info = compile_into(req, stage)  # the whole project: model, kernels, harness, linker script, build.json
         build_checked(stage, req.board, info["name"], jobs)
         report = memory_report(req.board, stage, info)
         info.update(report)
@@ -49,30 +48,6 @@ def do_build(req: CompileRequest, out_dir: Path, jobs: int) -> dict:
                                   "report_html": str(out_dir / "report.html")})
     info["out_dir"] = str(out_dir)
     return info
-
-
-def prepare_board_sources(board: Board, stage: Path, info: dict) -> None:
-    """Firmware boards add their harness and linker script to the generated project; Linux
-    boards with a harness add src/harness.c, built beside the library, not into it."""
-    renderer = board.get("harness.renderer", "firmware" if board.kind == "firmware" else None)
-    if renderer == "linux":
-        from .codegen.linux_harness import render_linux_harness
-        render_linux_harness(board, stage, firmware_context(info))
-        return
-    if renderer != "firmware":
-        return
-    from .codegen.firmware import render_firmware_files
-    from .compiler import write_build_spec
-    added = render_firmware_files(board, stage, firmware_context(info))
-    info["sources"] = info["sources"] + [s for s in added if s.endswith(".c")]
-    write_build_spec(info, board, stage)
-
-
-def firmware_context(info: dict) -> dict:
-    int8 = info["precision"] == "int8"
-    return {"name": info["name"], "NAME": info["name"].upper(), "int8": int8,
-            "inputs": [{"index": t["index"], "size": t["size"], "bytes": t["size"] * 4} for t in info["inputs"]],
-            "outputs": [{"index": t["index"], "size": t["size"], "dtype": t["dtype"]} for t in info["outputs"]]}
 
 
 def build_checked(stage: Path, board: Board, name: str, jobs: int) -> None:

@@ -4,15 +4,15 @@ folder so that a failure leaves nothing half-written."""
 from __future__ import annotations
 
 import copy
-import json
 import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .boards import Board
+from .boards import Board, all_boards
 from .codegen.emit import dump_manifest, generate
 from .codegen.options import CodegenOptions
+from .codegen.project import assemble_project
 from .data import load_samples, random_samples
 from .errors import CuvilError, UsageError
 from .frontend import load_model
@@ -50,6 +50,10 @@ def choose_precision(req: CompileRequest) -> str:
         raise UsageError(f"precision '{precision}' is not allowed by profile '{req.profile.name}' "
                          f"(allowed: {', '.join(req.profile.precisions)})")
     board_precisions = req.board.get("precisions", ["int8"])
+    if precision not in board_precisions and not any(precision in b.get("precisions", ["int8"])
+                                                     for b in all_boards().values()):
+        raise UsageError(f"--precision {precision}: no board has {precision} kernels yet "
+                         f"(board '{req.board.name}' has: {', '.join(board_precisions)})")
     if precision not in board_precisions:
         raise UsageError(f"board '{req.board.name}' has no {precision} kernels (it has: {', '.join(board_precisions)})")
     if req.profile.name not in req.board.profiles:
@@ -127,16 +131,9 @@ def compile_into(req: CompileRequest, out_dir: Path) -> dict:
     info["threads"] = threads
     info.update(precision_layers)
     info["arena"] = plan.buffers
-    write_build_spec(info, req.board, out_dir)
+    assemble_project(req.board, out_dir, info)
     dump_manifest(info, out_dir)
     return info
-
-
-def write_build_spec(info: dict, board: Board, out_dir: Path) -> None:
-    spec = {"board": board.name, "board_dir": str(board.family_dir), "board_file": board.data.get("_file", ""),
-            "name": info["name"], "kind": board.kind, "sources": info["sources"],
-            "toolchain": board.get("toolchain", {}), "cflags": [], "defines": info.get("defines", {})}
-    (out_dir / "build.json").write_text(json.dumps(spec, indent=2))
 
 
 class StagedOutput:

@@ -1,4 +1,4 @@
-"""Data files (DESIGN 4.1): .npy for a single-input model, .npz keyed by input name.
+"""Data files (README, data files): .npy for a single-input model, .npz keyed by input name.
 A leading sample axis is allowed when the model's batch dimension is 1."""
 from __future__ import annotations
 

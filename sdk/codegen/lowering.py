@@ -88,7 +88,7 @@ def op_calls(node, g: Graph, options: CodegenOptions) -> list[KernelCall]:
     """What the node's op lowers to, checked: a malformed call names the op and node."""
     op = get_op(node.op)
     try:
-        lowered = op.lower(node, g, node.attrs.get("precision", options.precision))
+        lowered = op.lower(node, g, node.precision or options.precision)
     except KernelInterfaceError as exc:
         raise KernelInterfaceError(f"op {node.op} (node '{node.name}'): {exc}") from None
     return lowered if isinstance(lowered, list) else [lowered]

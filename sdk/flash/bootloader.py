@@ -32,8 +32,7 @@ from typing import Any
 
 import jinja2
 
-from ..boards import Board, get_board
-from ..codegen.firmware import linker_context
+from ..boards import Board, get_board, linker_context
 from ..errors import ToolError, UsageError
 from .image import FlashGeometry
 

@@ -24,7 +24,7 @@ def per_tensor(scale: float, zero_point: int) -> QParams:
 
 def fused_range(node: Node) -> tuple[float, float]:
     """The float clamp of an activation fused into this node, (-inf, inf) when none."""
-    act = node.attrs.get("activation")
+    act = node.activation
     return (-np.inf, np.inf) if act is None else (float(act[0]), float(act[1]))
 
 
@@ -49,7 +49,7 @@ def fused_int_range(node: Node, scale: float, zero_point: int, lo: int = INT8_MI
 
 def is_wide(node: Node) -> bool:
     """A 16x8 layer: int16 activations in and out, int8 weights."""
-    return node.attrs.get("precision") == "int16"
+    return node.precision == "int16"
 
 
 def float_bounds(node: Node) -> dict[str, float]:

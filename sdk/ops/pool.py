@@ -45,7 +45,7 @@ def pool_geometry(node: Node, in_hw: tuple[int, int], kernel: tuple[int, int]) -
 
 
 class Pool(OpDef):
-    defaults = {"channels_last": 0, "auto_pad": "NOTSET", "ceil_mode": 0, "count_include_pad": 0}
+    defaults = {"auto_pad": "NOTSET", "ceil_mode": 0, "count_include_pad": 0}
     is_global = False
 
     def kernel(self, node: Node, g: Graph) -> tuple[int, int]:
@@ -55,7 +55,7 @@ class Pool(OpDef):
         return tuple(node.attrs["kernel_shape"])
 
     def dims(self, node: Node, g: Graph) -> tuple[int, int, int, int]:
-        return spatial_dims(g.tensors[node.inputs[0]].shape, bool(self.attr(node, "channels_last")))
+        return spatial_dims(g.tensors[node.inputs[0]].shape, node.channels_last)
 
     def geometry(self, node: Node, g: Graph) -> dict:
         _, _, h, w = self.dims(node, g)
@@ -74,7 +74,7 @@ class Pool(OpDef):
         n, c, _, _ = self.dims(node, g)
         oh, ow = self.geometry(node, g)["out"]
         require(oh > 0 and ow > 0, node, "output is empty")
-        return [(n, oh, ow, c) if self.attr(node, "channels_last") else (n, c, oh, ow)]
+        return [(n, oh, ow, c) if node.channels_last else (n, c, oh, ow)]
 
     def windows(self, node: Node, g: Graph, x_nchw: np.ndarray, pad_value) -> np.ndarray:
         geo = self.geometry(node, g)
@@ -111,12 +111,12 @@ class MaxPool(Pool):
     output_qparams = "same"
 
     def run_float(self, node, g, xs):
-        last = bool(self.attr(node, "channels_last"))
+        last = node.channels_last
         y = self.windows(node, g, to_nchw(xs[0], last).astype(np.float32), -np.inf).max(axis=(2, 3))
         return [from_nchw(y, last)]
 
     def run_int(self, node, g, xs):
-        last = bool(self.attr(node, "channels_last"))
+        last = node.channels_last
         # pad with -128, as the C kernel starts its max: a window that is all padding
         # (pads >= kernel) gives -128 there, not -32768 wrapped to 0 by the int8 cast
         y = self.windows(node, g, to_nchw(xs[0], last).astype(np.int16), -128).max(axis=(2, 3))
@@ -128,7 +128,7 @@ class MaxPool(Pool):
 
 class AveragePoolBase(Pool):
     def run_float(self, node, g, xs):
-        last = bool(self.attr(node, "channels_last"))
+        last = node.channels_last
         s = self.windows(node, g, to_nchw(xs[0], last).astype(np.float64), 0.0).sum(axis=(2, 3))
         return [from_nchw((s / self.counts(node, g)).astype(np.float32), last)]
 
@@ -141,7 +141,7 @@ class AveragePoolBase(Pool):
         node.q = {"zx": zx, "zy": zy, "mult": mult, "shift": shift}
 
     def run_int(self, node, g, xs):
-        last = bool(self.attr(node, "channels_last"))
+        last = node.channels_last
         q = node.q
         x = to_nchw(xs[0], last).astype(np.int64) - q["zx"]
         acc = self.windows(node, g, x, 0).sum(axis=(2, 3))
