@@ -11,16 +11,16 @@ import pytest
 
 from cuvil_sdk.codegen.kernel_api import DECLARATIONS, KernelInterfaceError, declarations, kernel
 from cuvil_sdk.codegen.kernel_api import Buf, I, In, Out, W, Weight, declare
-from cuvil_sdk.codegen.lowering import TEMPLATES
+from cuvil_sdk.codegen.kernel_files import kernel_source, kernels_with_sources
 from cuvil_sdk.codegen.prototypes import mismatches, parse_prototype
 
 SETS = {"portable": ".h", "cortex_m_dsp": ".h", "avx2": ".h", "neon": ".h", "cuda": ".cuh"}
 
 
 def kernel_files(kernel_set: str) -> dict[str, str]:
-    """kernel name -> the C source that defines it (shared helper headers cuvil_* excluded)."""
-    return {p.stem: p.read_text() for p in sorted((TEMPLATES / kernel_set).glob("*" + SETS[kernel_set]))
-            if not p.stem.startswith("cuvil_")}
+    """kernel name -> the C source that defines it: a header of its own, or its family
+    template rendered for its variant (shared helper headers cuvil_* excluded)."""
+    return {name: kernel_source(kernel_set, name) for name in kernels_with_sources(kernel_set)}
 
 
 CASES = [(s, k) for s in SETS for k in sorted(set(kernel_files(s)) | set(declarations(s)))]

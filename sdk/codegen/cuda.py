@@ -37,10 +37,10 @@ from ..errors import ModelError
 from ..ir import Graph
 from ..planner import ArenaPlan
 from .kernel_api import Buf, Weight, declarations
-from .lowering import TEMPLATES, c_float, layer_calls
+from .kernel_files import kernel_source
+from .lowering import c_float, layer_calls
 from .options import CodegenOptions
 
-CUDA_TEMPLATES = TEMPLATES / "cuda"
 BLOCK = 128                 # threads per block for every launch
 MAX_GRID = 2**31 - 1        # gridDim.x limit
 WEIGHT_ALIGN = 16           # every weight starts 16-byte aligned in the device weight block
@@ -171,7 +171,8 @@ def environment():
 
 def render_kernels(name: str, functions: list[str], header: str = "") -> str:
     """The device source: the shared definitions and the kernels `functions`."""
-    return environment().get_template("cuda/model.cu.j2").render(name=name, functions=functions, header=header)
+    sources = [kernel_source("cuda", f).rstrip("\n") for f in functions]
+    return environment().get_template("cuda/model.cu.j2").render(name=name, sources=sources, header=header)
 
 
 def byte_lines(data: bytes) -> list[str]:

@@ -13,6 +13,7 @@ from ..boards import Board
 from ..ir import Graph
 from ..planner import ArenaPlan
 from .lowering import TEMPLATES, CTYPES, Lowered, c_float, lower_graph
+from .kernel_files import kernel_source
 from .options import CodegenOptions
 from .sanitize import c_identifier, c_string_literal
 
@@ -78,8 +79,9 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
         (src / target).write_text(env.get_template(template).render(context))
     shutil.copy(TEMPLATES / "common" / "cuvil_common.h", src / "cuvil_common.h")
     for header in context["kernel_headers"]:
-        shutil.copy(TEMPLATES / header, src / "kernels" / Path(header).name)
-        for shared in (TEMPLATES / header).parent.glob("cuvil_*.h"):  # the set's shared helpers
+        kernel_set, file_name = header.split("/")
+        (src / "kernels" / file_name).write_text(kernel_source(kernel_set, Path(file_name).stem))
+        for shared in (TEMPLATES / kernel_set).glob("cuvil_*.h"):  # the set's shared helpers
             shutil.copy(shared, src / "kernels" / shared.name)
     weight_bytes = sum(w.nbytes for w in lowered.weights)
     sources = [f"src/{prefix}.c", f"src/{prefix}_weights.c"]
