@@ -1,5 +1,7 @@
 """Where a kernel's C source comes from: a file of its own (sdk/templates/<set>/<kernel>.h,
-CUDA's .cuh), or a family template (<set>/<family>.h.j2) rendered for one element type.
+CUDA's .cuh), a template of its own (<set>/<kernel>.h.j2, rendered with its declaration: the
+SIMD kernels on the shared driver simd/driver.j2), or a family template
+(<set>/<family>.h.j2) rendered for one element type.
 
 A family template serves every kernel named <family>_<variant> whose variant is a key of
 VARIANTS: conv2d.h.j2 gives conv2d_s8, conv2d_s16 and conv2d_f32. Python states what differs
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import jinja2
 
-from .kernel_api import KernelInterfaceError
+from .kernel_api import KernelInterfaceError, declarations
 from .lowering import TEMPLATES
 
 EXTENSIONS = {"cuda": ".cuh"}  # every other set: .h
@@ -63,6 +65,9 @@ def kernel_source(kernel_set: str, name: str) -> str:
     own = TEMPLATES / kernel_set / f"{name}{extension(kernel_set)}"
     if own.is_file():
         return own.read_text()
+    if own.with_name(own.name + ".j2").is_file():  # a kernel on the shared SIMD driver (simd/driver.j2)
+        template = f"{kernel_set}/{own.name}.j2"
+        return environment().get_template(template).render(kernel=name, decl=declarations(kernel_set)[name])
     family = family_of(kernel_set, name)
     if family is None:
         raise KernelInterfaceError(f"kernel {name} of set {kernel_set} has no source "
@@ -77,6 +82,9 @@ def kernels_with_sources(kernel_set: str) -> list[str]:
     folder = TEMPLATES / kernel_set
     names = {p.name[:-len(ext)] for p in folder.glob(f"*{ext}") if not p.name.startswith("cuvil_")}
     for template in folder.glob(f"*{ext}.j2"):
-        family = template.name[:-len(ext) - 3]
-        names |= {f"{family}_{v}" for v in family_variants(template)}
+        stem = template.name[:-len(ext) - 3]
+        if template.read_text().startswith("{# variants:"):
+            names |= {f"{stem}_{v}" for v in family_variants(template)}
+        else:
+            names.add(stem)
     return sorted(names)
