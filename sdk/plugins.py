@@ -159,6 +159,7 @@ class Plugin:
     spec: str  # as given (path or module)
     ops: list[str] = field(default_factory=list)
     replaced: list[tuple[str, str]] = field(default_factory=list)
+    pending: set[str] = field(default_factory=set)  # register_op decorators not applied (yet)
 
 
 PLUGINS: dict[str, Plugin] = {}  # by resolved spec
@@ -194,6 +195,8 @@ def register_op(domain: str, op_type: str, *, inputs: list[str], outputs: list[s
     plugin = current_plugin(caller)
 
     def finish(ref: Callable[..., Any]) -> Callable[..., Any]:
+        if _loading:
+            _loading[-1].pending.discard(op_key(domain, op_type))
         spec = OpSpec(domain, op_type, list(inputs), list(outputs),
                       {k: v if isinstance(v, Attr) else Attr(v) for k, v in (attrs or {}).items()}, ref,
                       list(kernels), infer, int8, elementwise, args, summary, plugin)
@@ -208,6 +211,8 @@ def register_op(domain: str, op_type: str, *, inputs: list[str], outputs: list[s
     if reference is not None:
         finish(reference)
         return reference
+    if _loading:
+        _loading[-1].pending.add(op_key(domain, op_type))
     return finish
 
 
@@ -586,6 +591,10 @@ def load_plugin(spec: str, base_dir: Path) -> Plugin:
                           f"{' '.join(str(exc).split())}") from None
     finally:
         _loading.pop()
+    if plugin.pending:
+        unload(plugin)
+        raise PluginError(f"plugin '{spec}', op {sorted(plugin.pending)[0]}: no float reference (give reference=, "
+                          f"or apply @register_op(...) to the numpy function)")
     if not plugin.ops and not plugin.replaced:
         raise PluginError(f"plugin '{spec}' registers no op and replaces no kernel (see docs/custom_ops.md)")
     PLUGINS[key] = plugin
