@@ -94,3 +94,56 @@ def test_example_plugin_fp32_on_host_within_1e_5_of_its_reference(work):
         g = reference_graph(req)
         expected = np.concatenate([run_float(g, {"x": x[i:i + 1]})["y"] for i in range(len(x))])
     np.testing.assert_allclose(conv_y, expected, rtol=1e-5, atol=1e-5)
+
+
+NEG_PLUGIN = '''
+import numpy as np
+from cuvil_sdk.plugins import I, In, Int8, Kernel, Out, register_op
+
+def constants(ctx):
+    return {"zx": ctx.input_qparams[0][1], "zy": ctx.output_qparams[0][1]}
+
+def integer_reference(ctx, q, x):
+    return np.clip(q["zy"] - (x.astype(np.int32) - q["zx"]), -128, 127).astype(np.int8)
+
+@register_op("com.test", "Neg", inputs=["float32"], outputs=["float32"], int8=Int8(constants, integer_reference),
+             kernels=[Kernel("portable", "fp32", "neg_f32", "neg_f32.h", In("in", "float"), Out("out", "float"),
+                             *I("count")),
+                      Kernel("portable", "int8", "neg_s8", "neg_s8.h", In("in", "int8_t"), Out("out", "int8_t"),
+                             *I("count"), *I("zx zy", "int32_t"))])
+def neg(x):
+    return -x
+'''
+NEG_F32 = "static void neg_f32(const float *in, float *out, int count)\n{ for (int i = 0; i < count; i++) out[i] = -in[i]; }\n"
+NEG_S8 = """static void neg_s8(const int8_t *in, int8_t *out, int count, int32_t zx, int32_t zy)
+{
+    for (int i = 0; i < count; i++) {
+        const int32_t v = zy - ((int32_t)in[i] - zx);
+        out[i] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+    }
+}
+"""
+
+
+def test_plugin_with_its_own_int8_rule_is_bit_exact_on_host(tmp_path):
+    (tmp_path / "neg.py").write_text(NEG_PLUGIN)
+    (tmp_path / "neg_f32.h").write_text(NEG_F32)
+    (tmp_path / "neg_s8.h").write_text(NEG_S8)
+    node = helper.make_node("Neg", ["x"], ["y"], domain="com.test", name="n0")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.test", 1)]),
+              tmp_path / "neg.onnx")
+    x = (RNG.standard_normal((6, 32)) * 2).astype(np.float32)
+    np.save(tmp_path / "calib.npy", x)
+    np.save(tmp_path / "x.npy", x)
+    r = cli("run", "--plugin", "neg.py", "--board", "host", "--profile", "standard", "--model", "neg.onnx",
+            "--calib", "calib.npy", "--input", "x.npy", "--output", "y.npz", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [k["kernel"] for k in json.loads(r.stdout)["plugin_kernels"]] == ["neg_s8"]
+    req = CompileRequest(model=tmp_path / "neg.onnx", board=get_board("host"), profile=get_profile("standard"),
+                         calib=str(tmp_path / "calib.npy"), plugins=[str(tmp_path / "neg.py")])
+    with plugins_loaded([str(tmp_path / "neg.py")]):
+        ref_g = reference_graph(req)
+        expected = np.concatenate([run_quantized_model(ref_g, {"x": x[i:i + 1]})[1]["y"] for i in range(len(x))])
+    assert np.array_equal(np.load(tmp_path / "y.npz")["y"], expected)

@@ -256,6 +256,8 @@ def check_spec(spec: OpSpec, base: Path) -> None:
         k.path = (base / k.source).resolve()
         if not k.path.is_file():
             raise err(f"{where}: source '{k.source}' not found (looked in {base})")
+        if any(j.path == k.path for j in spec.kernels if j is not k and j.path is not None):
+            raise err(f"{where}: '{k.source}' is another kernel's source too; one kernel per file")
         check_prototype(k, defaults_of(spec), err)
     for precision in ("fp32",) + (("int8",) if spec.int8 else ()):
         if spec.kernel("portable", precision) is None:
