@@ -175,42 +175,24 @@ def test_replaced_builtin_kernel_is_used_and_reported(tmp_path):
     assert f"kernel portable/lut_s8 replaced by plugin '{folder / 'lut.py'}'" in ops.stdout
 
 
+def scale_op(domain: str = "com.test", op: str = "Scale", kernel_set: str = "portable", name: str = "scale_f32",
+             alpha_param: str = "F", decorate: bool = True) -> str:
+    """A plugin body registering a variant of com.test::Scale (for the broken cases)."""
+    register = (f'register_op("{domain}", "{op}", inputs=["float32"], outputs=["float32"], attrs={{"alpha": "float"}}, '
+                f'kernels=[Kernel("{kernel_set}", "fp32", "{name}", "scale_f32.h", In("in", "float"), '
+                f'Out("out", "float"), *I("count"), *{alpha_param}("alpha"))])')
+    return f"@{register}\ndef scale(x, alpha):\n    return alpha * x\n" if decorate else register + "\n"
+
+
 BROKEN = {
     "import": ("import no_such_module_here\n", "fails to import (line 3): ModuleNotFoundError: No module named"),
-    "reference": ("""
-        register_op("com.test", "Scale", inputs=["float32"], outputs=["float32"],
-                    kernels=[Kernel("portable", "fp32", "scale_f32", "scale_f32.h",
-                                    In("in", "float"), Out("out", "float"), *I("count"), *F("alpha"))])
-    """, "op com.test::Scale: no float reference"),
-    "portable": ("""
-        @register_op("com.test", "Scale", inputs=["float32"], outputs=["float32"], attrs={"alpha": "float"},
-                     kernels=[Kernel("avx2", "fp32", "scale_f32", "scale_f32.h",
-                                     In("in", "float"), Out("out", "float"), *I("count"), *F("alpha"))])
-        def scale(x, alpha):
-            return alpha * x
-    """, "op com.test::Scale: no portable fp32 kernel"),
-    "prototype": ("""
-        @register_op("com.test", "Scale", inputs=["float32"], outputs=["float32"], attrs={"alpha": "float"},
-                     kernels=[Kernel("portable", "fp32", "scale_f32", "scale_f32.h",
-                                     In("in", "float"), Out("out", "float"), *I("count"), *I("alpha"))])
-        def scale(x, alpha):
-            return alpha * x
-    """, "op com.test::Scale: kernel scale_f32: the prototype in 'scale_f32.h' does not match its declaration: "
-         "parameter 4 (alpha): C type float, declared int"),
-    "name": ("""
-        @register_op("com.test", "Scale", inputs=["float32"], outputs=["float32"], attrs={"alpha": "float"},
-                     kernels=[Kernel("portable", "fp32", "scale_x", "scale_f32.h",
-                                     In("in", "float"), Out("out", "float"), *I("count"), *F("alpha"))])
-        def scale(x, alpha):
-            return alpha * x
-    """, "op com.test::Scale: kernel scale_x: 'scale_f32.h' defines no `static void scale_x(...)`"),
-    "builtin": ("""
-        @register_op("", "Relu", inputs=["float32"], outputs=["float32"],
-                     kernels=[Kernel("portable", "fp32", "scale_f32", "scale_f32.h",
-                                     In("in", "float"), Out("out", "float"), *I("count"), *F("alpha"))])
-        def relu(x):
-            return x
-    """, "op Relu: is a built-in op"),
+    "reference": (scale_op(decorate=False), "op com.test::Scale: no float reference"),
+    "portable": (scale_op(kernel_set="avx2"), "op com.test::Scale: no portable fp32 kernel"),
+    "prototype": (scale_op(alpha_param="I"), "op com.test::Scale: kernel scale_f32: the prototype in 'scale_f32.h' "
+                  "does not match its declaration: parameter 4 (alpha): C type float, declared int"),
+    "name": (scale_op(name="scale_x"), "op com.test::Scale: kernel scale_x: 'scale_f32.h' defines no "
+             "`static void scale_x(...)`"),
+    "builtin": (scale_op(domain="", op="Relu"), "op Relu: is a built-in op"),
 }
 
 
