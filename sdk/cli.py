@@ -39,7 +39,13 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
     p.add_argument("--int16-layers", metavar="NAME,...", help="layers (Conv/Gemm/MatMul node names) to build "
                    "as 16x8: int16 activations, int8 weights")
     p.add_argument("--input-shape", action="append", metavar="NAME=1x3x32x32", help="fix a dynamic input shape")
+    add_plugin_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+
+
+def add_plugin_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plugin", action="append", metavar="FILE.py|MODULE",
+                   help="load custom ops from a plugin file or module (repeatable; see docs/custom_ops.md)")
 
 
 def add_threads_option(p: argparse.ArgumentParser) -> None:
@@ -90,6 +96,10 @@ def build_parser() -> Parser:
     for name, text in (("boards", "list the boards"), ("profiles", "list the profiles")):
         p = sub.add_parser(name, help=text)
         p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("ops", help="list the ops (built-in and from plugins), their int8 rule and kernel sets")
+    add_plugin_option(p)
+    p.add_argument("--json", action="store_true")
     return parser
 
 
@@ -118,6 +128,10 @@ def dispatch(args: argparse.Namespace) -> None:
     elif args.command == "profiles":
         report = commands.list_profiles()
         emit(report, args.json, "\n".join(f"{p['name']:10} {p['description']}" for p in report["profiles"]))
+    elif args.command == "ops":
+        from .plugins import human_ops
+        report = commands.list_ops(args.plugin)
+        emit(report, args.json, human_ops(report))
     elif args.command == "compile":
         req = commands.make_request(args)
         req.threads = args.threads

@@ -97,7 +97,7 @@ def run_samples(board: Board, info: dict, samples: list, progress: bool, layers:
 
 def summary_of_build(info: dict) -> dict:
     keys = ("name", "board", "profile", "precision", "arena_bytes", "flash_bytes", "ram_bytes", "weight_bytes",
-            "artifacts", "out_dir", "size", "fits", "float_layers", "int16_layers", "cuda")
+            "artifacts", "out_dir", "size", "fits", "float_layers", "int16_layers", "cuda", "plugin_kernels")
     return {k: info[k] for k in keys if k in info}
 
 
@@ -143,8 +143,17 @@ def list_profiles() -> dict:
     return {"profiles": [p.summary() for p in all_profiles().values()]}
 
 
+def list_ops(plugins: list[str] | None) -> dict:
+    from .plugins import describe_ops, load_plugins
+    load_plugins(plugins)
+    return describe_ops()
+
+
 def make_request(args) -> CompileRequest:
     from .frontend import parse_input_shapes
+    from .plugins import load_plugins
+    plugins = list(getattr(args, "plugin", None) or [])
+    load_plugins(plugins)  # before anything reads the model
     board = get_board(args.board)
     profile = get_profile(args.profile)
     model = Path(args.model) if getattr(args, "model", None) else None
@@ -160,7 +169,7 @@ def make_request(args) -> CompileRequest:
                           precision=args.precision, calib=calib, calib_method=args.calib_method, name=args.name,
                           input_shapes=parse_input_shapes(args.input_shape), progress=sys.stderr.isatty(),
                           accuracy_target=args.accuracy_target,
-                          int16_layers=[n for n in (args.int16_layers or "").split(",") if n])
+                          int16_layers=[n for n in (args.int16_layers or "").split(",") if n], plugins=plugins)
 
 
 def example_accuracy(board: Board, info: dict) -> dict:

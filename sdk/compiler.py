@@ -19,6 +19,7 @@ from .frontend import load_model
 from .ir import Graph
 from .passes import optimize
 from .planner import plan_arena
+from .plugins import load_plugins
 from .profiles import Profile
 from .quant.calibrate import calibrate
 from .quant.quantize import needs_calibration, quantize_graph
@@ -42,6 +43,7 @@ class CompileRequest:
     accuracy_target: float | None = None  # minimum cosine vs float: keep worst layers in higher precision
     int16_layers: list[str] = field(default_factory=list)  # 16x8 layers named by the user
     debug_dump: bool = False  # a debug build that hands every layer's output to <name>_debug_dump
+    plugins: list[str] = field(default_factory=list)  # plugin files or modules (sdk/plugins.py)
 
 
 def choose_precision(req: CompileRequest) -> str:
@@ -74,6 +76,7 @@ def check_threads(req: CompileRequest) -> int:
 
 
 def frontend_and_passes(req: CompileRequest) -> Graph:
+    load_plugins(req.plugins)  # a no-op for those already loaded
     g = load_model(req.model, req.profile, req.board, req.input_shapes)
     optimize(g)
     return g

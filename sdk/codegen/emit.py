@@ -91,7 +91,7 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
             (src / f"{prefix}_debug.c").write_text(env.get_template("common/debug_dump.c.j2").render(context))
             sources.append(f"src/{prefix}_debug.c")
     info.update({"weight_bytes": weight_bytes, "layers": lowered.layers, "sources": sources,
-                 "fallbacks": [f.as_dict() for f in lowered.fallbacks]})
+                 "fallbacks": [f.as_dict() for f in lowered.fallbacks], "plugin_kernels": lowered.plugin_kernels})
     if board.get("cuda_arch"):  # CUDA boards (jetson): device code and its host side, sdk/codegen/cuda.py
         from .cuda import generate_cuda
         info.update(generate_cuda(g, plan, board, options, prefix, out_dir, info))

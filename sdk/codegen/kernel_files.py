@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 import jinja2
 
@@ -20,6 +21,17 @@ from .kernel_api import KernelInterfaceError, declarations
 from .lowering import TEMPLATES
 
 EXTENSIONS = {"cuda": ".cuh"}  # every other set: .h
+
+# Kernel sources that plugins provide (sdk/plugins.py), by (set, kernel): who provides it
+# and a function returning its text. An entry for a built-in kernel replaces that kernel's
+# own source (a hand-tuned version); the plugin's files stay in the plugin's folder.
+PLUGIN_SOURCES: dict[tuple[str, str], tuple[str, Callable[[], str]]] = {}
+
+
+def plugin_provider(kernel_set: str, name: str) -> str | None:
+    """The plugin that provides kernel `name` of `kernel_set`, None for the SDK's own."""
+    entry = PLUGIN_SOURCES.get((kernel_set, name))
+    return entry[0] if entry else None
 
 # What each element-type variant of a family means (shared by every family and set).
 VARIANTS: dict[str, dict[str, object]] = {
@@ -62,6 +74,8 @@ def family_of(kernel_set: str, name: str) -> tuple[str, str] | None:
 
 def kernel_source(kernel_set: str, name: str) -> str:
     """The C (or CUDA) source that defines kernel `name` of `kernel_set`."""
+    if (kernel_set, name) in PLUGIN_SOURCES:
+        return PLUGIN_SOURCES[kernel_set, name][1]()
     own = TEMPLATES / kernel_set / f"{name}{extension(kernel_set)}"
     if own.is_file():
         return own.read_text()

@@ -29,11 +29,15 @@ class KernelSet:
         """This set's call(s) for the portable call `c`, Declined(reason), or None."""
         if self.name == "portable":
             return c
-        rule = self.rules.get(c.kernel)
+        rule = PLUGIN_RULES.get((self.name, c.kernel)) or self.rules.get(c.kernel)
         return rule(c, node, g, options) if rule else None
 
 
 KERNEL_SETS: dict[str, KernelSet] = {"portable": KernelSet()}
+
+# Rules that plugins add (sdk/plugins.py): (set, portable kernel) -> the rule giving that
+# set's kernel for a plugin op; consulted before the set's own rules.
+PLUGIN_RULES: dict[tuple[str, str], Rule] = {}
 
 
 def register_kernel_set(cls: type[KernelSet]) -> type[KernelSet]:

@@ -48,6 +48,7 @@ class Lowered:
     kernel_files: dict[str, str] = field(default_factory=dict)  # kernel -> "set/kernel.h"
     layers: list[dict] = field(default_factory=list)
     fallbacks: list["Fallback"] = field(default_factory=list)
+    plugin_kernels: list[dict] = field(default_factory=list)  # layers whose kernel a plugin provides
 
 
 def c_float(value: float) -> str:
@@ -110,6 +111,7 @@ def layer_calls(g: Graph, kernel_sets: list[str], options: CodegenOptions, fallb
 
 
 def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: CodegenOptions, prefix: str) -> Lowered:
+    from .kernel_files import plugin_provider  # kernel_files reads TEMPLATES from here
     out = Lowered()
     namer = Namer()
     for index, node, calls in layer_calls(g, kernel_sets, options, out.fallbacks):
@@ -121,6 +123,10 @@ def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: Code
             continue
         weights_before = len(out.weights)
         for c in calls:
+            provider = plugin_provider(c.decl.kernel_set, c.kernel)
+            if provider:
+                out.plugin_kernels.append({"layer": node.name, "op": node.op, "kernel_set": c.decl.kernel_set,
+                                           "kernel": c.kernel, "plugin": provider})
             out.kernel_files.setdefault(c.kernel, f"{c.decl.kernel_set}/{c.kernel}.h")
             rendered = [render_arg(c, p, g, plan, out, namer, f"{prefix}_l{index}") for p in c.decl.params]
             out.calls.append(Call(c.kernel, rendered, index, ends_layer=False, source=c))
@@ -129,6 +135,9 @@ def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: Code
         out.calls[-1].out_bytes = g.tensors[node.outputs[0]].nbytes
         weight_bytes = sum(w.nbytes for w in out.weights[weights_before:])
         out.layers.append(layer_row(index, node, g, plan, calls[0].kernel, len(calls), weight_bytes))
+        providers = sorted({k["plugin"] for k in out.plugin_kernels if k["layer"] == node.name})
+        if providers:  # reports say which layers run a plugin's kernel
+            out.layers[-1]["kernel_plugin"] = ", ".join(providers)
     return out
 
 

@@ -50,6 +50,17 @@ def float_function(node: Node, g: Graph) -> Callable[[np.ndarray], np.ndarray]:
     return np.tanh
 
 
+def lookup_table(function: Callable[[np.ndarray], np.ndarray], g: Graph, node: Node) -> np.ndarray:
+    """The int8 rule of a unary element-wise function: f applied (in float64) to each of the
+    256 int8 codes of the node's input, quantized at its output's scale. Indexed by x + 128.
+    Built-in activations and plugin ops without an int8 rule (sdk/plugins.py) share it."""
+    sx, zx = qparams_of(g, node.inputs[0])
+    sy, zy = qparams_of(g, node.outputs[0])
+    codes = np.arange(-128, 128, dtype=np.int32).astype(np.int8)
+    real = np.asarray(function(dequantize(codes, sx, zx).astype(np.float64)), dtype=np.float64)
+    return quantize_float(real.astype(np.float32), sy, zy)
+
+
 def make_activation(op_type: str) -> type[OpDef]:
     class Activation(OpDef):
         summary = "element-wise activation (int8: 256-entry lookup table)"
@@ -66,11 +77,7 @@ def make_activation(op_type: str) -> type[OpDef]:
             return [float_function(node, g)(x).astype(np.float32)]
 
         def quantize(self, node, g):
-            sx, zx = qparams_of(g, node.inputs[0])
-            sy, zy = qparams_of(g, node.outputs[0])
-            codes = np.arange(-128, 128, dtype=np.int32).astype(np.int8)
-            real = float_function(node, g)(dequantize(codes, sx, zx).astype(np.float64))
-            node.q = {"table": quantize_float(real.astype(np.float32), sy, zy)}
+            node.q = {"table": lookup_table(float_function(node, g), g, node)}
 
         def run_int(self, node, g, xs):
             return [node.q["table"][xs[0].astype(np.int32) + 128]]
