@@ -52,7 +52,8 @@ class Lowered:
 def c_float(value: float) -> str:
     """An exact C float literal: the shortest decimal that reads back as the same float32 (at
     most 9 significant digits). Decimal because hex float literals are not C++ before C++17."""
-    f = np.float32(value)
+    with np.errstate(over="ignore"):  # too large for float32 becomes inf, refused below
+        f = np.float32(value)
     if not np.isfinite(f):
         raise ValueError(f"no C literal for the float {value}")
     if f == 0 or 1e-4 <= abs(f) < 1e7:  # plain digits where they stay short
