@@ -1,6 +1,7 @@
 """The generated C drops into any project (docs/integration.md).
 
-1. Every source `compile` writes (model .c/.h, weights, every kernel header it copies) compiles
+1. Every source `compile` writes (model .c/.h, weights, every kernel header it copies) for
+   cortex-m7, host and rpi5 (and the portable set alone: cortex-m7-portable, host-portable) compiles
    with -Wall -Wextra -Werror and only the board's machine flags (-mcpu/-mfpu/-mthumb/-mfloat-abi,
    -mavx2 -mfma), with the board's own compilers (C and C++ driver of its toolchain), at every
    optimisation level, with and without a frame pointer, as C99/C11 and as C++11/14/17.
@@ -48,7 +49,9 @@ from models import EXAMPLES, reference_graph
 pytestmark = pytest.mark.slow
 
 TARGETS = {"cortex-m7": ("lite", ("int8",)), "host": ("standard", ("int8", "fp32")),
-           "rpi5": ("standard", ("int8", "fp32"))}
+           "rpi5": ("standard", ("int8", "fp32")),
+           # the portable set alone (the others fall back to it only for some kernels)
+           "cortex-m7-portable": ("lite", ("int8",)), "host-portable": ("standard", ("fp32",))}
 COVERING_MODELS = ("digits_cnn", "resnet8_fp32")  # together: every kernel the example models use
 OTHER_MODELS = ("ad_fp32", "resnet8_qdq")
 OPT_LEVELS = ("-O0", "-Og", "-Os", "-O2", "-O3")
