@@ -8,6 +8,8 @@
    Each compiler invocation is one test: its id names board, precision, model, standard and flags.
 2. Firmware built at -O0 and with -fno-omit-frame-pointer computes what the numpy integer
    reference computes: no kernel depends on optimisation for correctness.
+3. The host model compiled as C links with a C++ caller (extern "C") and gives the reference's
+   int8 outputs.
 
 The matrix (Python decides, see `variants`), cut to fit about two minutes on two cores along
 what each axis can change. The models that together use every kernel the examples use
