@@ -5,10 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# g++ and g++-aarch64-linux-gnu: board_tests/test_dropin_c.py compiles the generated C as C++ too
+# (arm-none-eabi-g++ comes with gcc-arm-none-eabi).
 APT_PACKAGES=(
-  python3 python3-venv python3-pip gcc libc6-dev file
+  python3 python3-venv python3-pip gcc g++ libc6-dev file
   gcc-arm-none-eabi binutils-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
-  gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+  gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
   stm32flash chromium
 )
 

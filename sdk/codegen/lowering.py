@@ -52,8 +52,15 @@ class Lowered:
 
 
 def c_float(value: float) -> str:
-    """An exact C float literal (hex floats are exact and locale-free)."""
-    return float(np.float32(value)).hex() + "f"
+    """An exact C float literal: the shortest decimal that reads back as the same float32 (at
+    most 9 significant digits). Decimal because hex float literals are not C++ before C++17."""
+    with np.errstate(over="ignore"):  # too large for float32 becomes inf, refused below
+        f = np.float32(value)
+    if not np.isfinite(f):
+        raise ValueError(f"no C literal for the float {value}")
+    if f == 0 or 1e-4 <= abs(f) < 1e7:  # plain digits where they stay short
+        return np.format_float_positional(f, unique=True, trim="0") + "f"
+    return np.format_float_scientific(f, unique=True, trim="0") + "f"
 
 
 @dataclass

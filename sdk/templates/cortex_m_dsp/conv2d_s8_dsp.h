@@ -34,8 +34,11 @@ static void __attribute__((noinline)) cuvil_gemm2x2_pairs(struct cuvil_gemm *g)
 {
     register const int16_t *w __asm__("r1") = g->w;
     register struct cuvil_gemm *gr __asm__("r2") = g;
-    struct cuvil_gemm *volatile save = g; /* r2 holds pixel 1's column in the inner loop */
+    /* The block needs 14 registers. r7 is the Thumb frame pointer at -O0 or with
+     * -fno-omit-frame-pointer, where GCC refuses it as a clobber: the block saves it itself,
+     * together with g (r2 holds pixel 1's column in the inner loop), and reads g back from [sp]. */
     __asm__ volatile(
+        "push {r2, r7}\n\t"
         "2:\n\t"
         "ldmia r1!, {r8, r9, r10, r11}\n\t"
         "ldr r12, [r2, #8]\n\t"
@@ -65,7 +68,7 @@ static void __attribute__((noinline)) cuvil_gemm2x2_pairs(struct cuvil_gemm *g)
         "smlad r11, r0, r7, r11\n\t"
         "subs r12, r12, #1\n\t"
         "bne 1b\n\t"
-        "ldr r2, %[save]\n\t"
+        "ldr r2, [sp]\n\t"
         "ldmia r1!, {r0, r3, r4, r5, r6, r7}\n\t"
         "smmla r8, r8, r0, r3\n\t"
         "smmla r9, r9, r0, r3\n\t"
@@ -94,10 +97,11 @@ static void __attribute__((noinline)) cuvil_gemm2x2_pairs(struct cuvil_gemm *g)
         "str r0, [r2, #12]\n\t"
         "ldr r0, [r2, #28]\n\t"
         "cmp r1, r0\n\t"
-        "bne 2b"
+        "bne 2b\n\t"
+        "pop {r2, r7}"
         : "+r"(w)
-        : "r"(gr), [save] "m"(save)
-        : "r0", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+        : "r"(gr)
+        : "r0", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
     g->w = w;
 }
 
@@ -143,7 +147,7 @@ static inline uint32_t *cuvil_col_words(const int8_t *src, uint32_t *o, int nw, 
         nw &= 3;
         __asm__ volatile(
             "1:\n\t"
-            "ldmia %[s]!, {r4, r5, r6, r7}\n\t"
+            "ldmia %[s]!, {r4, r5, r6, lr}\n\t"
             "sxtab16 r8, %[z], r4\n\t"
             "sxtab16 r9, %[z], r4, ror #8\n\t"
             "sxtab16 r10, %[z], r5\n\t"
@@ -151,14 +155,14 @@ static inline uint32_t *cuvil_col_words(const int8_t *src, uint32_t *o, int nw, 
             "stmia %[o]!, {r8, r9, r10, r11}\n\t"
             "sxtab16 r4, %[z], r6\n\t"
             "sxtab16 r5, %[z], r6, ror #8\n\t"
-            "sxtab16 r6, %[z], r7\n\t"
-            "sxtab16 r7, %[z], r7, ror #8\n\t"
-            "stmia %[o]!, {r4, r5, r6, r7}\n\t"
+            "sxtab16 r6, %[z], lr\n\t"
+            "sxtab16 lr, %[z], lr, ror #8\n\t"
+            "stmia %[o]!, {r4, r5, r6, lr}\n\t"
             "subs %[n], %[n], #1\n\t"
             "bne 1b"
             : [s] "+r"(src), [o] "+r"(o), [n] "+r"(n16)
-            : [z] "r"(nzx2)
-            : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "cc", "memory");
+            : [z] "r"(nzx2) /* lr, not r7: r7 may be the frame pointer (-O0, -fno-omit-frame-pointer) */
+            : "r4", "r5", "r6", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
     }
     for (; nw > 0; nw--, src += 4, o += 2) {
         const uint32_t v = cuvil_ld32(src);

@@ -54,8 +54,11 @@ struct cuvil_dw3 {
     "ldr lr, [" R "]\n\t"                     \
     "smlad r11, lr, r5, r11\n\t"
 /* The block loop: bias, three kernel rows (ROW), requantization, clamp, then 4 strided byte
- * stores (fewer in the last block). Registers: r8-r11 outputs, r1/r3/r2 the rows, r12 stream. */
+ * stores (fewer in the last block). Registers: r8-r11 outputs, r1/r3/r2 the rows, r12 stream.
+ * The block saves r7 itself (the Thumb frame pointer at -O0 or with -fno-omit-frame-pointer,
+ * which GCC refuses as a clobber) together with d (r2 becomes a row), read back from [sp]. */
 #define CUVIL_DW3_BLOCKS(ROW)                 \
+    "push {r2, r7}\n\t"                       \
     "ldr r12, [r2, #12]\n\t"                  \
     "ldr r1, [r2, #0]\n\t"                    \
     "ldr r3, [r2, #4]\n\t"                    \
@@ -80,7 +83,7 @@ struct cuvil_dw3 {
     "bfi r8, r9, #8, #8\n\t"                  \
     "bfi r8, r10, #16, #8\n\t"                \
     "bfi r8, r11, #24, #8\n\t"                \
-    "ldr r4, %[save]\n\t"                     \
+    "ldr r4, [sp]\n\t"                        \
     "ldrd r5, r6, [r4, #24]\n\t"              \
     "ssub8 r7, r8, r5\n\t"                    \
     "sel r8, r8, r5\n\t"                      \
@@ -114,27 +117,26 @@ struct cuvil_dw3 {
     "add r5, r5, r6\n\t"                      \
     "lsr r8, r8, #8\n\t"                      \
     "strb r8, [r5, r6]\n\t"                   \
-    "5:"
+    "5:\n\t"                                  \
+    "pop {r2, r7}"
 
 /* count outputs of one channel in one output row, stride 1 or 2, 4 per block in registers. */
 static void __attribute__((noinline)) cuvil_dw3x3_s1(struct cuvil_dw3 *d)
 {
     register struct cuvil_dw3 *dr __asm__("r2") = d;
-    struct cuvil_dw3 *volatile save = d; /* r2 holds a row pointer in the loop */
     __asm__ volatile(CUVIL_DW3_BLOCKS(CUVIL_DW3_ROW_S1)
                      : "+r"(dr)
-                     : [save] "m"(save)
-                     : "r0", "r1", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+                     :
+                     : "r0", "r1", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
 }
 
 static void __attribute__((noinline)) cuvil_dw3x3_s2(struct cuvil_dw3 *d)
 {
     register struct cuvil_dw3 *dr __asm__("r2") = d;
-    struct cuvil_dw3 *volatile save = d;
     __asm__ volatile(CUVIL_DW3_BLOCKS(CUVIL_DW3_ROW_S2)
                      : "+r"(dr)
-                     : [save] "m"(save)
-                     : "r0", "r1", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+                     :
+                     : "r0", "r1", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
 }
 
 /* One output row of the chunk: per channel, one call for the whole row. */

@@ -28,7 +28,10 @@ static void __attribute__((noinline)) cuvil_fc_quads(struct cuvil_fc *f)
 {
     register const int16_t *w __asm__("r1") = f->w;
     register struct cuvil_fc *fr __asm__("r2") = f;
+    /* The block needs 14 registers; r7 (the Thumb frame pointer at -O0 or with
+     * -fno-omit-frame-pointer, which GCC refuses as a clobber) is saved by the block itself. */
     __asm__ volatile(
+        "push {r7}\n\t"
         "2:\n\t"
         "ldmia r1!, {r8, r9, r10, r11}\n\t"
         "ldrd r3, r12, [r2, #0]\n\t"
@@ -84,10 +87,11 @@ static void __attribute__((noinline)) cuvil_fc_quads(struct cuvil_fc *f)
         "str r0, [r2, #8]\n\t"
         "ldr r0, [r2, #24]\n\t"
         "cmp r1, r0\n\t"
-        "bne 2b"
+        "bne 2b\n\t"
+        "pop {r7}"
         : "+r"(w)
         : "r"(fr)
-        : "r0", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+        : "r0", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
     f->w = w;
 }
 
