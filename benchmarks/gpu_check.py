@@ -281,7 +281,7 @@ def model_jobs(names: list[str], samples: int, work: Path) -> list[Job]:
     np.save(work / "ad_calib.npy", uniform((1, 640), 32, -1.0, 1.0))
     resnet_x = [{"input_1": x[None]} for x in uniform((1, 3, 32, 32), 4)]
     ad_x = [{"input_1": x[None]} for x in uniform((1, 640), 4, -1.0, 1.0)]
-    digit_x = [{"image": x[None]} for x in digits["x_test"][:8]]
+    digit_x = [{"image": x[None]} for x in digits["x"][:8]]
     jobs = {
         "digits_cnn": [Job("digits_cnn", EXAMPLES / "digits_cnn.onnx", "int8", EXAMPLES / "digits_calib.npy",
                            digit_x, samples),

@@ -107,7 +107,7 @@ def work(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def digits():
     data = np.load(kc.ROOT / "sdk" / "examples" / "digits_data.npz")
-    return data["x_test"][:12], data["calib"]
+    return data["x"][:12], data["calib"]
 
 
 @pytest.fixture(scope="module")

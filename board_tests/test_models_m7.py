@@ -32,7 +32,7 @@ def reference_outputs(req, x):
 
 
 def test_digits_firmware_equals_host_lite_and_reference(work):
-    x, y = DIGITS["x_test"][:120], DIGITS["y_test"][:120]
+    x, y = DIGITS["x"][:120], DIGITS["y"][:120]
     m7, report = cli_run(work, "cortex-m7", "lite", "digits_cnn.onnx", x, work / "digits_calib.npy")
     host, _ = cli_run(work, "host", "lite", "digits_cnn.onnx", x, work / "digits_calib.npy")
     assert np.array_equal(m7["logits"], host["logits"])
@@ -44,7 +44,7 @@ def test_digits_firmware_equals_host_lite_and_reference(work):
 
 
 def test_instruction_counts_are_deterministic(work):
-    x = DIGITS["x_test"][:3]
+    x = DIGITS["x"][:3]
     _, first = cli_run(work, "cortex-m7", "lite", "digits_cnn.onnx", x, work / "digits_calib.npy")
     _, second = cli_run(work, "cortex-m7", "lite", "digits_cnn.onnx", x, work / "digits_calib.npy")
     assert first["instructions_per_sample"] == second["instructions_per_sample"]

@@ -87,7 +87,7 @@ def concurrent_outputs(library: str, inputs: list[np.ndarray]) -> list[list[dict
 @pytest.mark.parametrize("threads", [1, 2])
 def test_one_model_called_from_several_threads(digits, threads):
     library = digits[threads]["artifacts"]["so"]
-    inputs = [x[None] for x in np.load(EXAMPLES / "digits_data.npz")["x_test"][:PY_THREADS]]
+    inputs = [x[None] for x in np.load(EXAMPLES / "digits_data.npz")["x"][:PY_THREADS]]
     with runtime.load(library) as model:
         sequential = [model(x) for x in inputs]
     assert len({next(iter(out.values())).tobytes() for out in sequential}) == PY_THREADS  # distinct outputs
@@ -103,7 +103,7 @@ def test_digits_threads2_equals_threads1(digits):
     src2 = (Path(digits[2]["out_dir"]) / "src" / "digits.c").read_text()
     assert "CUVIL_THREADS" not in src1 and "#define CUVIL_THREADS 2" in src2
     assert src2.count(", 2); /* layer") == 5  # the four convolutions and the fc are split
-    x = np.load(EXAMPLES / "digits_data.npz")["x_test"][:50]
+    x = np.load(EXAMPLES / "digits_data.npz")["x"][:50]
     with runtime.load(digits[1]["artifacts"]["so"]) as one, runtime.load(digits[2]["artifacts"]["so"]) as two:
         for xi in x:
             a, b = one(xi[None]), two(xi[None])

@@ -192,10 +192,10 @@ def example_accuracy(board: Board, info: dict) -> dict:
     """The main job's --run: the bundled digits test set on the built artifact."""
     data = np.load(EXAMPLE_DATA)
     g_inputs = [t["name"] for t in info["inputs"]]
-    samples = [{g_inputs[0]: x[None]} for x in data["x_test"]]
+    samples = [{g_inputs[0]: x[None]} for x in data["x"]]
     result = run_samples(board, info, samples, sys.stderr.isatty())
     logits = np.concatenate([r[info["outputs"][0]["name"]] for r in result["outputs"]])
-    accuracy = float((logits.reshape(len(samples), -1).argmax(1) == data["y_test"]).mean())
+    accuracy = float((logits.reshape(len(samples), -1).argmax(1) == data["y"]).mean())
     report = {"samples": len(samples), "accuracy": accuracy}
     if result.get("instructions") is not None:
         report["instructions"] = int(np.median(result["instructions"]))  # median over the test set
