@@ -6,6 +6,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import ModelError
 from ..ir import Graph
 from ..ops import get_op
 from ..quant.requant import dequantize, quantize_float
@@ -24,6 +25,20 @@ def _run(g: Graph, feeds: dict[str, np.ndarray], step: Callable, keep_all: bool)
 
 def run_float(g: Graph, feeds: dict[str, np.ndarray], keep_all: bool = False) -> dict[str, np.ndarray]:
     return _run(g, feeds, lambda node, xs: get_op(node.op).run_float(node, g, xs), keep_all)
+
+
+def run_float_checked(g: Graph, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every float value (keep_all), refusing the model when a layer's value overflows float32
+    or becomes NaN on finite inputs (weights out of range): numpy raises instead of warning,
+    and the error names the layer."""
+    def step(node, xs):
+        try:
+            with np.errstate(over="raise", invalid="raise"):
+                return get_op(node.op).run_float(node, g, xs)
+        except FloatingPointError as exc:
+            raise ModelError(f"layer '{node.name}' ({node.op}): its float value is not finite ({exc}) on the "
+                             f"calibration data: weights or inputs out of float32 range") from None
+    return _run(g, feeds, step, True)
 
 
 def run_int(g: Graph, feeds: dict[str, np.ndarray], keep_all: bool = False) -> dict[str, np.ndarray]:
