@@ -121,7 +121,8 @@ def memory_report(board: Board, stage: Path, info: dict) -> dict:
         return report
     lib = stage / "build" / f"lib{info['name']}.so"
     return {"arena_bytes": info["arena_bytes"], "ram_bytes": info["arena_bytes"],
-            "flash_bytes": lib.stat().st_size if lib.exists() else 0}
+            "flash_bytes": lib.stat().st_size if lib.exists() else 0,
+            "flash_budget": board.flash_bytes, "ram_budget": board.ram_bytes}
 
 
 def run_samples(board: Board, info: dict, samples: list, progress: bool, layers: bool = False) -> dict:

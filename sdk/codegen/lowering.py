@@ -87,6 +87,10 @@ def lower_graph(g: Graph, plan: ArenaPlan, board: Board, precision: str, prefix:
         out.calls[-1].out_bytes = g.tensors[node.outputs[0]].nbytes
         weight_bytes = sum(w.nbytes for w in out.weights[weights_before:])
         out.layers.append(layer_row(index, node, g, plan, chosen[0], len(calls), weight_bytes))
+        # the same weights in the portable layout (int8 for int8 layers), before a kernel set
+        # re-laid them out (the Cortex-M DSP set widens them to int16): reports show both
+        out.layers[-1]["portable_weight_bytes"] = sum(np.asarray(a.data).nbytes for _, args in calls
+                                                      for a in args if isinstance(a, Weight))
     return out
 
 
