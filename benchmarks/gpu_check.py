@@ -249,7 +249,7 @@ def check(job: Job, board, out_dir: Path, repeat: int, seed: int) -> Result:
                 result.samples += 1
         else:
             for i, s in enumerate(job.float_samples):
-                problem = compare(model(s), run_float(g, s), exact=False)
+                problem = compare(model.run(s), run_float(g, s), exact=False)
                 if problem:
                     problems.append(f"sample {i}: {problem}")
                 result.samples += 1
