@@ -71,7 +71,7 @@ def load_validation_data(path: Path, g) -> tuple[list[dict], np.ndarray | None, 
 
 def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int) -> dict:
     from .commands import do_build, input_graph, run_samples
-    require_file(data, "validation data")
+    require_file(data, "--data")
     if data.suffix != ".npz":
         raise ModelError(f"validation data '{data.name}' must be a .npz with 'x' (or input names) and optional 'y'")
     g = input_graph(req)
