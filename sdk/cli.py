@@ -112,9 +112,18 @@ def emit(report: dict, as_json: bool, human: str) -> None:
         print(human)
 
 
+def memory_text(row: dict) -> str:
+    """'RAM 19.7 KiB of 512 KiB (3.85%)': a memory row of the build report, as one phrase."""
+    text = f"{row['what']} {row['kib']:.1f} KiB"
+    if row["budget_kib"] is not None:
+        text += f" of {row['budget_kib']:.0f} KiB ({row['share_percent']:.2f}%)"
+    return text
+
+
 def human_build(info: dict) -> str:
+    from .reports.report import memory_summary  # the report module loads jinja2: only when a build reports
     lines = [f"built {info['name']} for {info['board']} ({info['precision']}, profile {info['profile']})"]
-    lines.append(f"  arena {info.get('arena_bytes')} B, RAM {info.get('ram_bytes')} B, flash {info.get('flash_bytes')} B")
+    lines.append("  " + "; ".join(memory_text(row) for row in memory_summary(info)["rows"]))
     for kind, path in sorted(info.get("artifacts", {}).items()):
         lines.append(f"  {kind:4} {path}")
     return "\n".join(lines)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .data import shape_text
+from .data import accepted_shapes, shape_text
 from .errors import ModelError, UsageError
 
 ELF_MACHINES = {0x3E: "x86_64", 0xB7: "aarch64", 0x28: "arm"}
@@ -123,9 +123,7 @@ class Model:
                 arrays.append(a.reshape(len(a), *shape))
                 forms.add("flat")
             else:
-                expected = shape_text(shape) + (f" or {shape_text(('N',) + shape[1:])}" if shape and shape[0] == 1
-                                                 else f" or {shape_text(('N',) + shape)}")
-                raise ModelError(f"input '{name}' has shape {shape_text(a.shape)}, expected {expected}")
+                raise ModelError(f"input '{name}' has shape {shape_text(a.shape)}, expected {accepted_shapes(shape)}")
         if len(forms) > 1 or len({len(a) for a in arrays}) > 1:
             raise ModelError(f"the inputs disagree on the sample axis: shapes "
                              f"{[shape_text(a.shape) for a in arrays]}")
