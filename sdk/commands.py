@@ -125,11 +125,13 @@ def memory_report(board: Board, stage: Path, info: dict) -> dict:
             "flash_budget": board.flash_bytes, "ram_budget": board.ram_bytes}
 
 
-def run_samples(board: Board, info: dict, samples: list, progress: bool, layers: bool = False) -> dict:
-    """Outputs per sample (and, for debug builds with layers=True, each layer's raw output)."""
+def run_samples(board: Board, info: dict, samples: list, progress: bool, layers: bool = False,
+                timing: bool = False) -> dict:
+    """Outputs per sample (and, for debug builds with layers=True, each layer's raw output);
+    timing=True: on host also `times_ns` of repeated runs (Linux harnesses always time)."""
     if board.kind == "shared_library" and board.get("arch", "") == "x86_64":
         from .runners.host import run_host
-        return run_host(Path(info["artifacts"]["so"]), samples, progress, layers)
+        return run_host(Path(info["artifacts"]["so"]), samples, progress, layers, timing)
     if board.kind == "firmware":
         from .runners.firmware import run_on_qemu
         if layers:
@@ -158,7 +160,7 @@ def do_run(req: CompileRequest, input_path: Path, output_path: Path, out_dir: Pa
     samples = load_samples(input_path, input_graph(req), "input data")
     with tempfile.TemporaryDirectory(prefix="cuvil-run-") as tmp:
         info = do_build(req, out_dir or Path(tmp) / "project", jobs)
-        result = run_samples(req.board, info, samples, sys.stderr.isatty())
+        result = run_samples(req.board, info, samples, sys.stderr.isatty(), timing=True)
     output_path.parent.mkdir(parents=True, exist_ok=True)
     write_outputs(output_path, [t["name"] for t in info["outputs"]], result["outputs"])
     report = summary_of_build(info)

@@ -13,7 +13,8 @@ TIMING_REPEATS = 20  # runs of one sample whose median is `run --json`'s time pe
 TIMING_BUDGET_S = 2.0  # fewer repeats for a model so slow that 20 would take longer
 
 
-def run_host(library: Path, samples: list[dict[str, np.ndarray]], progress: bool, layers: bool = False) -> dict:
+def run_host(library: Path, samples: list[dict[str, np.ndarray]], progress: bool, layers: bool = False,
+             timing: bool = False) -> dict:
     outputs, dumps = [], []
     with runtime.load(library) as model, Progress("running", len(samples), progress) as bar:
         for feeds in samples:
@@ -24,7 +25,7 @@ def run_host(library: Path, samples: list[dict[str, np.ndarray]], progress: bool
                 out = model.run(feeds)
             outputs.append(out)
             bar.step()
-        times = [] if layers or not samples else time_inference(model, samples[0])
+        times = time_inference(model, samples[0]) if timing and samples and not layers else []
     return {"outputs": outputs, "instructions": None, "layers": dumps if layers else None, "times_ns": times,
             "timing_note": "wall-clock time of one float call (quantize, layers, dequantize) in this process"}
 
