@@ -14,7 +14,7 @@ benchmarks/mlperf_tiny.py (random weights: speed and memory figures only). ResNe
 FC autoencoder are the MLPerf Tiny reference models themselves.
 
 Guest instructions are deterministic and comparable between builds; they are not cycles on
-silicon (DESIGN 4.5). Calibration here is random uniform data over [0, 1) (digits: its own
+silicon (docs/internals.md, instruction counts). Calibration here is random uniform data over [0, 1) (digits: its own
 calibration file): the figures do not depend on it beyond a few clamps and branches.
 
     python benchmarks/bench_m7.py                      # everything (about 5 minutes)
@@ -126,11 +126,11 @@ def layer_key(node, g) -> tuple | None:
         w = g.const(node.inputs[1])
         geo = get_op("Conv").geometry(node, g)
         return ("Conv", tuple(x), tuple(w.shape), tuple(geo["strides"]), tuple(geo["pads"]),
-                int(node.attrs.get("group", 1)), "activation" in node.attrs)
+                int(node.attrs.get("group", 1)), node.activation is not None)
     if node.op in ("Gemm", "MatMul") and len(g.tensors[node.inputs[0]].shape) == 2:
         x = g.tensors[node.inputs[0]].shape
         n = g.tensors[node.outputs[0]].shape[-1]
-        return ("Gemm", tuple(x), n, "activation" in node.attrs)
+        return ("Gemm", tuple(x), n, node.activation is not None)
     return None
 
 

@@ -47,7 +47,7 @@ except ModuleNotFoundError:  # a plain checkout: the package is the sdk/ folder
     sys.modules["cuvil_sdk"] = sdk
 
 from cuvil_sdk.boards import get_board  # noqa: E402
-from cuvil_sdk.codegen import cuda  # noqa: E402
+from cuvil_sdk import cuda_tools  # noqa: E402
 from cuvil_sdk.commands import do_build  # noqa: E402
 from cuvil_sdk.compiler import CompileRequest, frontend_and_passes, quantize  # noqa: E402
 from cuvil_sdk.errors import CuvilError  # noqa: E402
@@ -100,14 +100,14 @@ def find_gpu(ordinal: int) -> Gpu:
 def choose_arches(gpu: Gpu, nvcc: str) -> tuple[list[str], str, str]:
     """(SASS list, PTX arch, note): the GPU's own architecture when this nvcc knows it, else
     the newest it knows below it (SASS) and its PTX, which the driver compiles for the GPU."""
-    known = cuda.nvcc_arches(nvcc)
+    known = cuda_tools.nvcc_arches(nvcc)
     if not known or gpu.arch in known:
         return [gpu.arch], f"compute_{gpu.major}{gpu.minor}", ""
-    below = [a for a in known if cuda.sm_number(a) <= cuda.sm_number(gpu.arch)]
+    below = [a for a in known if cuda_tools.sm_number(a) <= cuda_tools.sm_number(gpu.arch)]
     if not below:
         raise CuvilError(f"nvcc knows only {sorted(known)}: none runs on {gpu.arch}")
-    best = max(below, key=cuda.sm_number)
-    ptx = f"compute_{cuda.sm_number(best)}"
+    best = max(below, key=cuda_tools.sm_number)
+    ptx = f"compute_{cuda_tools.sm_number(best)}"
     return [best], ptx, f"nvcc has no {gpu.arch}: {best} SASS (not loadable there) + {ptx} PTX, JIT-compiled by the driver"
 
 
@@ -340,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         from cuvil_sdk.codegen.cuda_emulator import build_emulator
         emu_dir = Path(tempfile.mkdtemp(prefix="cuvil-gpu-emu-"))
         os.environ["CUVIL_LIBCUDA"] = str(build_emulator(emu_dir))
-        os.environ["CUVIL_EMU_SM"] = str(cuda.sm_number(args.arch))
+        os.environ["CUVIL_EMU_SM"] = str(cuda_tools.sm_number(args.arch))
     ordinal = int(os.environ.get("CUVIL_CUDA_DEVICE", "0") or 0)
     try:
         gpu = find_gpu(ordinal)
@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps({"gpu": None, "reason": str(exc)}))
         return 2 if args.require_gpu else 0
-    nvcc = cuda.find_nvcc()
+    nvcc = cuda_tools.find_nvcc()
     if nvcc is None:
         say("gpu_check: nvcc not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin): install the CUDA toolkit")
         return 5

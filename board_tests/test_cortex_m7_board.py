@@ -34,6 +34,8 @@ from cuvil_sdk.boards import get_board  # noqa: E402
 from cuvil_sdk.codegen.firmware import render_firmware_files  # noqa: E402
 from cuvil_sdk.errors import BudgetError, TargetError, ToolError  # noqa: E402
 from cuvil_sdk.runners.qemu_m7 import encode_inputs, run_firmware  # noqa: E402
+from tools import missing_tools  # noqa: E402
+from cuvil_sdk.build import scons_command  # noqa: E402
 
 NAME = "m7id"
 SIZE = 64  # M7ID_INPUT_0_SIZE == M7ID_OUTPUT_0_SIZE
@@ -54,8 +56,7 @@ def build(out: Path, board_name: str = "cortex-m7", defines: dict | None = None,
             "sources": [f"src/{NAME}.c", f"src/{NAME}_weights.c", *added], "kind": "firmware",
             "cflags": [], "defines": defines or {}}
     (out / "build.json").write_text(json.dumps(spec, indent=1))
-    return subprocess.run(["scons", "-Q", "-j2", "-f", str(ROOT / "SConstruct"), "-C", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(scons_command(out, jobs=2), capture_output=True, text=True, timeout=300)
 
 
 def built(out: Path, **kwargs) -> Path:
@@ -85,7 +86,7 @@ def samples() -> np.ndarray:
 
 
 def test_tools_are_installed():
-    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    missing = missing_tools(TOOLS)
     assert not missing, f"missing tools (Debian: gcc-arm-none-eabi, libnewlib-arm-none-eabi, qemu-system-arm; pip: scons): {missing}"
 
 

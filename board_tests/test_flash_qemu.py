@@ -98,9 +98,9 @@ def console_result(qemu: QemuBootloader) -> tuple[list[int], int]:
     return [int(v) for v in m.group(1).split()], int(m.group(2))
 
 
-def client(url: str):
+def client(url: str, timeouts: Timeouts = QUICK):
     link = open_port(url, 115200)
-    return link, An3155Client(link, timeouts=QUICK, retries=0)
+    return link, An3155Client(link, timeouts=timeouts, retries=0)
 
 
 def test_demo_sample_is_a_bundled_test_image():
@@ -146,8 +146,10 @@ def test_flash_verify_go_prints_the_reference_prediction(bootloader, app, expect
 def test_bootloader_refuses_what_it_must(bootloader, app):
     """Read-only bootloader sectors, no GO without a valid image, GO after a clean write."""
     image = app.read_bytes()
-    with QemuBootloader(bootloader) as qemu:
-        link, c = client(qemu.url)
+    with QemuBootloader(bootloader) as qemu:  # returns once the bootloader said it listens
+        # A fresh bootloader: its first ACK may take longer than QUICK's init on a loaded machine,
+        # and a second 0x7F sent meanwhile would read as a session to resume.
+        link, c = client(qemu.url, dataclasses.replace(QUICK, init=5.0))
         try:
             assert c.connect() is False
             info = c.identify()

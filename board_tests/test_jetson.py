@@ -34,7 +34,11 @@ import kernel_cases as kc
 from cuda_cases import GRID_IDS, make_grid_net
 from cuvil_sdk import runtime
 from cuvil_sdk.boards import get_board
+from cuvil_sdk import cuda_tools
 from cuvil_sdk.codegen import cuda
+from cuvil_sdk.codegen.kernel_api import declarations
+from cuvil_sdk.codegen.kernel_sets import KERNEL_SETS
+from cuvil_sdk.codegen.kernel_sets_loader import load_all
 from cuvil_sdk.codegen.cuda_emulator import build_emulator
 from cuvil_sdk.commands import do_build
 from cuvil_sdk.compiler import CompileRequest
@@ -43,7 +47,7 @@ from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_float, run_int, run_quantized_model
 from test_rpi5 import DIGITS, EM_AARCH64, RESNET8, assert_identical, elf_header, run_cli
 
-NVCC = cuda.find_nvcc()
+NVCC = cuda_tools.find_nvcc()
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (CUDA toolkit) not found: the CUDA kernels cannot "
                                                       "be compiled here (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)")
 SYSROOT = "/usr/aarch64-linux-gnu"
@@ -76,7 +80,7 @@ def test_every_cuda_template_compiles_for_sm87(tmp_path):
     assert ".target sm_87" in ptx
     for name in names:
         assert f".entry {name}(" in ptx, name
-    ptxas = cuda.find_cuda_tool("ptxas")
+    ptxas = cuda_tools.find_cuda_tool("ptxas")
     assert ptxas, "ptxas not found beside nvcc"
     subprocess.run([ptxas, "-arch=sm_87", "-O3", "-o", str(tmp_path / "ptxas.cubin"), str(tmp_path / "all.ptx")],
                    check=True, capture_output=True, text=True)
@@ -84,11 +88,9 @@ def test_every_cuda_template_compiles_for_sm87(tmp_path):
 
 
 def test_every_portable_kernel_has_a_cuda_rule():
-    portable = {p.stem for p in (cuda.TEMPLATES / "portable").glob("*.h")}
-    missing = sorted(portable - set(cuda.CUDA_RULES))
+    load_all()
+    missing = sorted(set(declarations("portable")) - set(KERNEL_SETS["cuda"].rules))
     assert not missing, f"portable kernels without a CUDA version: {missing}"
-    for kernel in cuda.kernel_names():  # every template's signature parses
-        assert cuda.signature(kernel)
 
 
 @pytest.mark.parametrize("threads", [1, 5, 127, 128, 129, 255, 256, 1000, 8976, 2**20 + 3])
@@ -150,7 +152,7 @@ def test_jetson_library_is_aarch64_with_sm87_code(digits_jetson):
     _, report = digits_jetson
     so = Path(report["artifacts"]["so"])
     assert elf_header(so) == (2, 3, EM_AARCH64)
-    embedded = cuda.embedded_device_code(so)
+    embedded = cuda_tools.embedded_device_code(so)
     assert ("sass", "sm_87") in {(e.kind, e.arch) for e in embedded}, embedded
     assert ("ptx", "compute_87") in {(e.kind, e.arch) for e in embedded}, embedded
     spec = (so.parents[1] / "cuda.json").read_text()
@@ -170,7 +172,7 @@ def test_jetson_library_is_aarch64_with_sm87_code(digits_jetson):
 
 @needs_nvcc
 def test_cuobjdump_lists_sm87(digits_jetson):
-    cuobjdump = cuda.find_cuda_tool("cuobjdump")
+    cuobjdump = cuda_tools.find_cuda_tool("cuobjdump")
     if cuobjdump is None:
         pytest.skip("cuobjdump not installed (pip install nvidia-cuda-cuobjdump, or the CUDA toolkit's); "
                     "test_jetson_library_is_aarch64_with_sm87_code reads the fat binary itself")
@@ -227,9 +229,9 @@ def test_xavier_board_needs_a_toolkit_with_sm72(tmp_path):
     assert cuda.board_arches(board) == (["sm_72"], "compute_72")
     req = CompileRequest(model=DIGITS, board=board, profile=get_profile("standard"),
                          calib=str(kc.ROOT / "sdk" / "examples" / "digits_calib.npy"))
-    if "sm_72" in cuda.nvcc_arches(NVCC):
+    if "sm_72" in cuda_tools.nvcc_arches(NVCC):
         info = do_build(req, tmp_path / "out", 2)
-        assert ("sass", "sm_72") in {(e.kind, e.arch) for e in cuda.embedded_device_code(Path(info["artifacts"]["so"]))}
+        assert ("sass", "sm_72") in {(e.kind, e.arch) for e in cuda_tools.embedded_device_code(Path(info["artifacts"]["so"]))}
         return
     with pytest.raises(ToolError, match="cannot compile for sm_72"):
         do_build(req, tmp_path / "out", 2)
@@ -238,7 +240,8 @@ def test_xavier_board_needs_a_toolkit_with_sm72(tmp_path):
 def test_model_without_cuda_kernel_keeps_the_cpu_path(tmp_path, monkeypatch):
     """A layer without a CUDA kernel: the library is rendered with the CUDA part disabled
     and a reason naming the layer (the CPU path runs everything)."""
-    monkeypatch.delitem(cuda.CUDA_RULES, "maxpool_s8")
+    load_all()
+    monkeypatch.delitem(KERNEL_SETS["cuda"].rules, "maxpool_s8")
     req = CompileRequest(model=DIGITS, board=get_board("jetson"), profile=get_profile("standard"),
                          calib=str(kc.ROOT / "sdk" / "examples" / "digits_calib.npy"))
     from cuvil_sdk.commands import do_compile
@@ -274,7 +277,7 @@ class Emulated:
         """(Re)initialise the backend with these environment variables (CUVIL_LIBCUDA set)."""
         getattr(self.lib, f"{self.name}_backend_release")()
         saved = dict(os.environ)
-        os.environ.update({"CUVIL_LIBCUDA": str(self.emulator), "CUVIL_EMU_SM": str(cuda.sm_number(EMULATED_ARCH)),
+        os.environ.update({"CUVIL_LIBCUDA": str(self.emulator), "CUVIL_EMU_SM": str(cuda_tools.sm_number(EMULATED_ARCH)),
                            **env})
         try:
             return (getattr(self.lib, f"{self.name}_backend")().decode(),

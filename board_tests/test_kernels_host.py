@@ -23,6 +23,7 @@ import pytest
 import kernel_cases as kc
 from cuvil_sdk import runtime
 from cuvil_sdk.reference import run_float, run_int, run_quantized_model
+from tools import missing_tools  # noqa: E402
 
 BOARD, PROFILE = "host", "standard"
 INT8_SAMPLES = 6  # random int8 samples (plus the two extreme ones)
@@ -65,7 +66,7 @@ def int8_group(tmp_path_factory):
 
 
 def test_host_tools_present():
-    missing = [t for t in ("gcc", "scons") if shutil.which(t) is None]
+    missing = missing_tools(["gcc", "scons"])
     assert not missing, f"missing tools: {missing} (install gcc and scons; these tests never skip)"
 
 

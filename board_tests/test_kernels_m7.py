@@ -23,6 +23,7 @@ import kernel_cases as kc
 from cuvil_sdk.boards import get_board
 from cuvil_sdk.commands import run_samples
 from cuvil_sdk.reference import run_quantized_model
+from tools import missing_tools  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +61,7 @@ def m7_group(tmp_path_factory):
 
 
 def test_m7_tools_present():
-    missing = [t for t in TOOLS if shutil.which(t) is None]
+    missing = missing_tools(TOOLS)
     assert not missing, f"missing tools: {missing} (these tests never skip)"
 
 

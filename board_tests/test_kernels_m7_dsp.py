@@ -30,6 +30,7 @@ from cuvil_sdk.commands import run_samples
 from cuvil_sdk.quant.requant import quantize_multiplier, requant
 from cuvil_sdk.reference import run_quantized_model
 from models import EXAMPLES, reference_graph, request
+from tools import missing_tools  # noqa: E402
 
 DSP, PORTABLE, PROFILE = "cortex-m7", "cortex-m7-portable", "lite"
 TOOLS = ["arm-none-eabi-gcc", "arm-none-eabi-objcopy", "qemu-system-arm", "scons"]
@@ -117,7 +118,7 @@ def grid(tmp_path_factory):
 
 
 def test_m7_dsp_tools_present():
-    missing = [t for t in TOOLS if shutil.which(t) is None]
+    missing = missing_tools(TOOLS)
     assert not missing, f"missing tools: {missing} (these tests never skip)"
 
 

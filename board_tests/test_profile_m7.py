@@ -1,4 +1,4 @@
-"""Per-layer instruction profile of Cortex-M7 firmware under QEMU (DESIGN 4.5, issue 4):
+"""Per-layer instruction profile of Cortex-M7 firmware under QEMU (docs/internals.md, instruction counts):
 `cuvil-sdk run --board cortex-m7 --json` reports `layers` (index, name, op, kernel, MACs,
 guest instructions, instructions per MAC) and `layers_total`, and prints a table on stderr.
 

@@ -1,7 +1,7 @@
 """Board tests for the aarch64 Linux boards (rpi5, and jetson's CPU path): whole models
 built by the real CLI (`cuvil-sdk run`), cross-compiled with aarch64-linux-gnu-gcc into
 lib<name>.so plus the harness, run under qemu-aarch64, and compared with the same command
-for `--board host`: int8 outputs must be identical (DESIGN 4.4), fp32 close.
+for `--board host`: int8 outputs must be identical (docs/internals.md, numerics), fp32 close.
 
 A missing tool (cross compiler, sysroot, qemu-aarch64, scons, the CLI) makes the tests fail,
 never skip.
@@ -32,6 +32,7 @@ from cuvil_sdk.codegen.linux_harness import render_linux_harness  # noqa: E402
 from cuvil_sdk.errors import TargetError, ToolError  # noqa: E402
 from cuvil_sdk.runners import linux_qemu  # noqa: E402
 from cuvil_sdk.runners.protocol import encode_inputs  # noqa: E402
+from tools import missing_tools  # noqa: E402
 
 EXAMPLES = ROOT / "sdk" / "examples"
 DIGITS = EXAMPLES / "digits_cnn.onnx"
@@ -50,7 +51,7 @@ def cli_exe() -> str:
 
 
 def test_tools_present():
-    missing = [t for t in TOOLS if shutil.which(t) is None]
+    missing = missing_tools(TOOLS)
     assert not missing, f"missing tools: {missing} (Debian: gcc-aarch64-linux-gnu, qemu-user, scons)"
     assert SYSROOT_LOADER.exists(), "no aarch64 sysroot: install libc6-dev-arm64-cross"
 

@@ -32,6 +32,7 @@ from cuvil_sdk.commands import do_build, run_samples
 from cuvil_sdk.compiler import CompileRequest
 from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_float, run_quantized_model
+from tools import missing_tools  # noqa: E402
 
 BOARD, PROFILE = "rpi5", "standard"
 FLOAT_SAMPLES = 3
@@ -93,7 +94,7 @@ def rpi5_group(tmp_path_factory):
 
 
 def test_rpi5_tools_present():
-    missing = [t for t in TOOLS if shutil.which(t) is None]
+    missing = missing_tools(TOOLS)
     assert not missing, f"missing tools: {missing} (Debian: gcc-aarch64-linux-gnu, qemu-user, scons)"
 
 

@@ -4,5 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# Tests reach tools as the product does: the SDK's own environment first, then the system's.
+export PATH="$PWD/.venv/bin:$PATH"
 # pytest exits 5 when it collects nothing: that is a failure here, and so is any other non-zero.
 exec .venv/bin/python -m pytest -q -ra "$@" tests board_tests

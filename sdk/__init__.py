@@ -4,3 +4,12 @@ from pathlib import Path
 __version__ = "0.1.0"
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def __getattr__(name: str):
+    """`cuvil_sdk.register_op` and `cuvil_sdk.replace_kernel`: the plugin API (sdk/plugins.py),
+    imported on first use so that `import cuvil_sdk` stays light."""
+    if name in ("register_op", "replace_kernel"):
+        from . import plugins
+        return getattr(plugins, name)
+    raise AttributeError(f"module 'cuvil_sdk' has no attribute {name!r}")

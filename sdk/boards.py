@@ -1,7 +1,10 @@
 """Boards are data: each targets/<family>/board*.toml describes where a model runs."""
 from __future__ import annotations
 
-import tomllib
+try:  # Python 3.11+; tomli is the same parser for 3.10 (a dependency there only)
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[no-redef]
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,3 +76,15 @@ def get_board(name: str) -> Board:
     if name not in boards:
         raise UsageError(f"unknown board '{name}' (known: {', '.join(sorted(boards))})")
     return boards[name]
+
+
+def linker_context(board: Board) -> dict[str, Any]:
+    """The linker script's values, all from the board file's [memory] table."""
+    return {
+        "board_name": board.name,
+        "flash_origin": int(board.get("memory.flash_origin", 0)),
+        "flash_bytes": board.flash_bytes,
+        "ram_origin": int(board.get("memory.ram_origin", 0)),
+        "ram_bytes": board.ram_bytes,
+        "stack_bytes": int(board.get("memory.stack_bytes")),
+    }

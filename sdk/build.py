@@ -28,9 +28,15 @@ def check_tools(board: Board) -> None:
             raise ToolError(f"'{exe}' not found: install the Debian package '{package}' (board '{board.name}')")
 
 
+def scons_command(project: Path, jobs: int = 1) -> list[str]:
+    """SCons as a module of this Python (never whatever `scons` is on PATH), so the build
+    uses the SCons that was installed with the SDK."""
+    return [sys.executable, "-m", "SCons", "-Q", "-f", str(SCONSTRUCT), "-C", str(project), f"-j{max(1, jobs)}"]
+
+
 def run_scons(project: Path, board: Board, jobs: int = 1) -> None:
     check_tools(board)
-    cmd = [sys.executable, "-m", "SCons", "-Q", "-f", str(SCONSTRUCT), "-C", str(project), f"-j{max(1, jobs)}"]
+    cmd = scons_command(project, jobs)
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
         lines = [l for l in (result.stderr + result.stdout).splitlines() if l.strip()]

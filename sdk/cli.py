@@ -39,6 +39,7 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
     p.add_argument("--int16-layers", metavar="NAME,...", help="layers (Conv/Gemm/MatMul node names) to build "
                    "as 16x8: int16 activations, int8 weights")
     p.add_argument("--input-shape", action="append", metavar="NAME=1x3x32x32", help="fix a dynamic input shape")
+    add_plugin_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
 
@@ -47,6 +48,11 @@ def add_out_dir_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--out-dir", dest="out_dir", metavar="DIR",
                    help="output folder (default: cuvil-build/<model>-<board>-<profile>)")
     p.add_argument("--output", dest="misplaced_output", help=argparse.SUPPRESS)
+
+
+def add_plugin_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plugin", action="append", metavar="FILE.py|MODULE",
+                   help="load custom ops from a plugin file or module (repeatable; see docs/custom_ops.md)")
 
 
 def add_threads_option(p: argparse.ArgumentParser) -> None:
@@ -100,6 +106,10 @@ def build_parser() -> Parser:
     for name, text in (("boards", "list the boards"), ("profiles", "list the profiles")):
         p = sub.add_parser(name, help=text)
         p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("ops", help="list the ops (built-in and from plugins), their int8 rule and kernel sets")
+    add_plugin_option(p)
+    p.add_argument("--json", action="store_true")
     return parser
 
 
@@ -144,6 +154,13 @@ def do_list(args: argparse.Namespace) -> None:
     else:
         report = commands.list_profiles()
         emit(report, args.json, "\n".join(f"{p['name']:10} {p['description']}" for p in report["profiles"]))
+
+
+def do_ops(args: argparse.Namespace) -> None:
+    from . import commands
+    from .plugins import human_ops
+    report = commands.list_ops(args.plugin)
+    emit(report, args.json, human_ops(report))
 
 
 def do_compile(args: argparse.Namespace) -> None:
@@ -205,7 +222,7 @@ def do_flash(args: argparse.Namespace) -> None:
 
 
 COMMANDS = {"boards": do_list, "profiles": do_list, "compile": do_compile, "build": do_build, "run": do_run,
-            "validate": do_validate, "flash": do_flash}
+            "validate": do_validate, "flash": do_flash, "ops": do_ops}
 
 
 def dispatch(args: argparse.Namespace) -> None:

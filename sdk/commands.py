@@ -41,8 +41,7 @@ def do_compile(req: CompileRequest, out_dir: Path) -> dict:
 def do_build(req: CompileRequest, out_dir: Path, jobs: int) -> dict:
     out_dir = out_dir.resolve()
     with StagedOutput(out_dir) as stage:
-        info = compile_into(req, stage)
-        prepare_board_sources(req.board, stage, info)
+        info = compile_into(req, stage)  # the whole project: model, kernels, harness, linker script, build.json
         with link_map_kept_on_budget_error(stage, out_dir, info["name"]):
             build_checked(stage, req.board, info["name"], jobs)
             report = memory_report(req.board, stage, info)
@@ -69,30 +68,6 @@ def link_map_kept_on_budget_error(stage: Path, out_dir: Path, name: str) -> Iter
         kept.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(link_map, kept)
         raise BudgetError(f"{exc}; the link map is kept in {kept}") from None
-
-
-def prepare_board_sources(board: Board, stage: Path, info: dict) -> None:
-    """Firmware boards add their harness and linker script to the generated project; Linux
-    boards with a harness add src/harness.c, built beside the library, not into it."""
-    renderer = board.get("harness.renderer", "firmware" if board.kind == "firmware" else None)
-    if renderer == "linux":
-        from .codegen.linux_harness import render_linux_harness
-        render_linux_harness(board, stage, firmware_context(info))
-        return
-    if renderer != "firmware":
-        return
-    from .codegen.firmware import render_firmware_files
-    from .compiler import write_build_spec
-    added = render_firmware_files(board, stage, firmware_context(info))
-    info["sources"] = info["sources"] + [s for s in added if s.endswith(".c")]
-    write_build_spec(info, board, stage)
-
-
-def firmware_context(info: dict) -> dict:
-    int8 = info["precision"] == "int8"
-    return {"name": info["name"], "NAME": info["name"].upper(), "int8": int8,
-            "inputs": [{"index": t["index"], "size": t["size"], "bytes": t["size"] * 4} for t in info["inputs"]],
-            "outputs": [{"index": t["index"], "size": t["size"], "dtype": t["dtype"]} for t in info["outputs"]]}
 
 
 def build_checked(stage: Path, board: Board, name: str, jobs: int) -> None:
@@ -145,7 +120,7 @@ def run_samples(board: Board, info: dict, samples: list, progress: bool, layers:
 
 def summary_of_build(info: dict) -> dict:
     keys = ("name", "board", "profile", "precision", "arena_bytes", "flash_bytes", "ram_bytes", "weight_bytes",
-            "artifacts", "out_dir", "size", "fits", "float_layers", "int16_layers", "cuda")
+            "artifacts", "out_dir", "size", "fits", "float_layers", "int16_layers", "cuda", "plugin_kernels")
     return {k: info[k] for k in keys if k in info}
 
 
@@ -219,8 +194,17 @@ def list_profiles() -> dict:
     return {"profiles": [p.summary() for p in all_profiles().values()]}
 
 
+def list_ops(plugins: list[str] | None) -> dict:
+    from .plugins import describe_ops, load_plugins
+    load_plugins(plugins)
+    return describe_ops()
+
+
 def make_request(args) -> CompileRequest:
     from .frontend import parse_input_shapes
+    from .plugins import load_plugins
+    plugins = list(getattr(args, "plugin", None) or [])
+    load_plugins(plugins)  # before anything reads the model
     board = get_board(args.board)
     profile = get_profile(args.profile)
     model = Path(args.model) if getattr(args, "model", None) else None
@@ -235,7 +219,7 @@ def make_request(args) -> CompileRequest:
                           precision=args.precision, calib=calib, calib_method=args.calib_method, name=args.name,
                           input_shapes=parse_input_shapes(args.input_shape), progress=sys.stderr.isatty(),
                           accuracy_target=args.accuracy_target,
-                          int16_layers=[n for n in (args.int16_layers or "").split(",") if n],
+                          int16_layers=[n for n in (args.int16_layers or "").split(",") if n], plugins=plugins,
                           threads=getattr(args, "threads", 1))
 
 

@@ -4,20 +4,22 @@ folder so that a failure leaves nothing half-written."""
 from __future__ import annotations
 
 import copy
-import json
 import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .boards import Board
+from .boards import Board, all_boards
 from .codegen.emit import dump_manifest, generate
+from .codegen.options import CodegenOptions
+from .codegen.project import assemble_project
 from .data import load_samples, random_samples
 from .errors import CuvilError, UsageError
 from .frontend import load_model
 from .ir import Graph
 from .passes import optimize
 from .planner import plan_arena
+from .plugins import load_plugins
 from .profiles import Profile
 from .quant.calibrate import calibrate
 from .quant.quantize import needs_calibration, quantize_graph
@@ -41,6 +43,7 @@ class CompileRequest:
     accuracy_target: float | None = None  # minimum cosine vs float: keep worst layers in higher precision
     int16_layers: list[str] = field(default_factory=list)  # 16x8 layers named by the user
     debug_dump: bool = False  # a debug build that hands every layer's output to <name>_debug_dump
+    plugins: list[str] = field(default_factory=list)  # plugin files or modules (sdk/plugins.py)
 
 
 def choose_precision(req: CompileRequest) -> str:
@@ -49,6 +52,10 @@ def choose_precision(req: CompileRequest) -> str:
         raise UsageError(f"precision '{precision}' is not allowed by profile '{req.profile.name}' "
                          f"(allowed: {', '.join(req.profile.precisions)})")
     board_precisions = req.board.get("precisions", ["int8"])
+    if precision not in board_precisions and not any(precision in b.get("precisions", ["int8"])
+                                                     for b in all_boards().values()):
+        raise UsageError(f"--precision {precision}: no board has {precision} kernels yet "
+                         f"(board '{req.board.name}' has: {', '.join(board_precisions)})")
     if precision not in board_precisions:
         raise UsageError(f"board '{req.board.name}' has no {precision} kernels (it has: {', '.join(board_precisions)})")
     if req.profile.name not in req.board.profiles:
@@ -69,6 +76,7 @@ def check_threads(req: CompileRequest) -> int:
 
 
 def frontend_and_passes(req: CompileRequest) -> Graph:
+    load_plugins(req.plugins)  # a no-op for those already loaded
     g = load_model(req.model, req.profile, req.board, req.input_shapes)
     optimize(g)
     return g
@@ -120,22 +128,15 @@ def compile_into(req: CompileRequest, out_dir: Path) -> dict:
     g = frontend_and_passes(req)
     precision_layers = quantize(g, req) if precision == "int8" else {"float_layers": [], "int16_layers": []}
     plan = plan_arena(g)
-    g.threads = threads  # read by the kernel sets (which layers to split) and by emit (CUVIL_THREADS)
-    info = generate(g, plan, req.board, precision, req.name or req.model.stem, out_dir, req.debug_dump)
+    options = CodegenOptions(precision=precision, threads=threads, debug_dump=req.debug_dump)
+    info = generate(g, plan, req.board, options, req.name or req.model.stem, out_dir)
     info["profile"] = req.profile.name
     info["threads"] = threads
     info.update(precision_layers)
     info["arena"] = plan.buffers
-    write_build_spec(info, req.board, out_dir)
+    assemble_project(req.board, out_dir, info)
     dump_manifest(info, out_dir)
     return info
-
-
-def write_build_spec(info: dict, board: Board, out_dir: Path) -> None:
-    spec = {"board": board.name, "board_dir": str(board.family_dir), "board_file": board.data.get("_file", ""),
-            "name": info["name"], "kind": board.kind, "sources": info["sources"],
-            "toolchain": board.get("toolchain", {}), "cflags": [], "defines": info.get("defines", {})}
-    (out_dir / "build.json").write_text(json.dumps(spec, indent=2))
 
 
 # What a failed build keeps under the requested output folder (the link map of an image over

@@ -1,4 +1,4 @@
-"""Data files (DESIGN 4.1): .npy for a single-input model, .npz keyed by input name.
+"""Data files (README, data files): .npy for a single-input model, .npz keyed by input name.
 
 A leading sample axis is allowed: for an input of shape S, an array of shape (N, *S) is N
 samples, and when the batch dimension is 1, so is (N, *S[1:]). Every file problem is a

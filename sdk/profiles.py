@@ -1,7 +1,10 @@
 """Profiles are data: sdk/profiles/<name>.toml says what a build may contain."""
 from __future__ import annotations
 
-import tomllib
+try:  # Python 3.11+; tomli is the same parser for 3.10 (a dependency there only)
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[no-redef]
 from dataclasses import dataclass
 from typing import Any
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from .compiler import CompileRequest
 from .data import as_samples, load_arrays, require_file, select_inputs
-from .errors import ModelError, ToolError
+from .errors import ModelError, ToolError, UsageError
 from .quant.requant import dequantize
 
 PER_LAYER_SAMPLES = 16
@@ -34,6 +34,20 @@ def onnxruntime_session(model: Path, extra_outputs: list[str] = ()):
     options.intra_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return ort.InferenceSession(m.SerializeToString(), options)
+
+
+def float_reference(req: CompileRequest, g, samples: list[dict], per_layer: bool) -> list[dict]:
+    """ONNX Runtime's outputs; for a model with plugin ops (which ONNX Runtime cannot run),
+    the numpy float reference of the IR, where those ops run their plugin's reference."""
+    from .plugins import OPS
+    if any(node.op in OPS for node in g.nodes):
+        if per_layer:
+            raise UsageError("validate --per-layer compares with ONNX Runtime, which cannot run plugin ops")
+        from .reference import run_float
+        return [run_float(g, feeds) for feeds in samples]
+    session = onnxruntime_session(req.model)
+    out_names = [o.name for o in session.get_outputs()]
+    return [dict(zip(out_names, session.run(None, feeds))) for feeds in samples]
 
 
 def metrics(ours: np.ndarray, ref: np.ndarray) -> dict[str, float]:
@@ -80,9 +94,7 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int) -> dic
     if looks_random(x):
         warnings.append("the inputs look like random noise, not representative data: metrics may mislead")
         print(f"cuvil-sdk: warning: {warnings[-1]}", file=sys.stderr)
-    session = onnxruntime_session(req.model)
-    out_names = [o.name for o in session.get_outputs()]
-    reference = [dict(zip(out_names, session.run(None, feeds))) for feeds in samples]
+    reference = float_reference(req, g, samples, per_layer)
     with tempfile.TemporaryDirectory(prefix="cuvil-validate-") as tmp:
         info = do_build(req, Path(tmp) / "project", jobs)
         result = run_samples(req.board, info, samples, sys.stderr.isatty())

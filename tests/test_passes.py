@@ -73,7 +73,7 @@ def test_identity_removed_and_relu_fused():
     fuse_activations(g)
     ops = [n.op for n in g.nodes]
     assert ops == ["Conv", "MaxPool"]
-    assert g.nodes[0].attrs["activation"] == (0.0, np.inf)
+    assert g.nodes[0].activation == (0.0, np.inf)
     assert_same_function(before, g, (1, 3, 6, 6))
 
 
@@ -100,7 +100,7 @@ def test_layout_pass_cancels_transpose_pairs_between_convs():
     to_channels_last(g)
     transposes = [n for n in g.nodes if n.op == "Transpose"]
     assert len(transposes) == 1 and transposes[0].inputs == ["x"]  # only the graph input is transposed
-    assert all(n.attrs.get("channels_last") for n in g.nodes if n.op in ("Conv", "GlobalAveragePool"))
+    assert all(n.channels_last for n in g.nodes if n.op in ("Conv", "GlobalAveragePool"))
     assert_same_function(before, g, (1, 3, 5, 5))
 
 

@@ -1,13 +1,13 @@
-"""CUDA backend of the CUDA boards (jetson): lowering, rendering and the fatbin tools.
+"""CUDA backend of the CUDA boards (jetson): lowering to launches and rendering.
 
-Python decides everything, the templates only render (DESIGN 6):
+Python decides everything, the templates only render:
 
-- Each node is lowered by its op exactly as for the CPU (`op.lower`: a portable kernel name
-  and its arguments); a rule of CUDA_RULES turns every such call into one kernel launch:
-  the CUDA function (a file sdk/templates/cuda/<function>.cuh), its arguments (tensors at
-  their arena offsets, weights at their offsets in one weight block, ints, floats) and the
-  number of threads. The launch geometry is computed here: `block` threads per block and
-  ceil(threads / block) blocks (every kernel checks its bound).
+- Each node is lowered by its op exactly as for the CPU (a checked portable KernelCall), and
+  the `cuda` kernel set (kset_cuda.py) turns every such call into kernel launches: the CUDA
+  function (a file sdk/templates/cuda/<function>.cuh, declared in signatures/cuda.py), its
+  arguments (tensors at their arena offsets, weights at their offsets in one weight block,
+  ints, floats) and the number of threads. The launch geometry is computed here: `block`
+  threads per block and ceil(threads / block) blocks (every kernel checks its bound).
 - Device memory is planned statically like the arena: one device buffer of the arena's size
   with every tensor at the same offset, and one buffer for all the weights (uploaded once at
   init). Inputs are copied in and outputs out at their arena offsets.
@@ -18,70 +18,33 @@ Python decides everything, the templates only render (DESIGN 6):
   to run nvcc (SASS for each `cuda_arch` of the board plus PTX) and embed the fatbin in the
   library's `.nv_fatbin` section, where cuobjdump and the driver find it.
 
-int8 kernels reproduce the portable ones bit for bit (DESIGN 4.4); the dp4a variants are
-chosen only where every 4-byte load is aligned.
+int8 kernels reproduce the portable ones bit for bit; finding nvcc and reading fat binaries
+back are in sdk/cuda_tools.py, outside code generation.
 """
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import struct
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from ..boards import Board
+from ..cuda_tools import sm_number
 from ..errors import ModelError
-from ..ir import Graph, Node
-from ..ops import get_op
-from ..ops.common import Buf, Weight
+from ..ir import Graph
 from ..planner import ArenaPlan
-from .lowering import TEMPLATES, c_float
+from .kernel_api import Buf, Weight, declarations
+from .kernel_files import kernel_source
+from .lowering import c_float, layer_calls
+from .options import CodegenOptions
 
-CUDA_TEMPLATES = TEMPLATES / "cuda"
 BLOCK = 128                 # threads per block for every launch
 MAX_GRID = 2**31 - 1        # gridDim.x limit
 WEIGHT_ALIGN = 16           # every weight starts 16-byte aligned in the device weight block
-FATBIN_MAGIC = 0xBA55ED50   # header of a fat binary (what nvcc -fatbin writes)
-FATBIN_SECTION = ".nv_fatbin"
 BYTES_PER_LINE = 32
-
-
-# --- kernel signatures (parsed from the templates: one source of truth) --------------------
-@dataclass(frozen=True)
-class Param:
-    name: str
-    kind: str  # "ptr", "int" or "float"
-    ctype: str  # the C declaration, e.g. "const int8_t *__restrict__"
-
-
-SIGNATURE = re.compile(r"CUVIL_KERNEL\s+(\w+)\s*\(([^)]*)\)", re.S)
-
-
-def kernel_names() -> list[str]:
-    """Every CUDA kernel there is a template for."""
-    return sorted(p.stem for p in CUDA_TEMPLATES.glob("*.cuh") if p.stem != "cuvil_cuda")
-
-
-def signature(function: str) -> list[Param]:
-    """The parameters of a kernel, read from its template."""
-    path = CUDA_TEMPLATES / f"{function}.cuh"
-    match = SIGNATURE.search(path.read_text())
-    if not match or match.group(1) != function:
-        raise RuntimeError(f"{path} does not define the kernel {function}")
-    params = []
-    for decl in " ".join(match.group(2).split()).split(","):
-        decl = decl.strip()
-        name = re.findall(r"\w+", decl)[-1]
-        ctype = decl[: decl.rfind(name)].strip()
-        kind = "ptr" if "*" in ctype else ("float" if ctype.split()[-1] == "float" else "int")
-        params.append(Param(name, kind, ctype))
-    return params
 
 
 # --- lowering -------------------------------------------------------------------------------
@@ -110,98 +73,6 @@ def geometry(threads: int, block: int = BLOCK) -> tuple[int, int]:
     return grid, block
 
 
-def _prod(values) -> int:
-    return int(np.prod([int(v) for v in values], dtype=np.int64))
-
-
-def _weight_data(arg) -> np.ndarray:
-    return np.asarray(arg.data)
-
-
-Rule = Callable[[str, list[Any], Node, Graph], "list[Launch]"]
-
-
-def _conv(kernel: str, args: list[Any], node: Node, g: Graph) -> list[Launch]:
-    base = 4 if kernel == "conv2d_f32" else 6  # the dimensions follow the weights (int: w, bias, mult, shift)
-    n, h, wd, c, oh, ow, oc, kh, kw = (int(a) for a in args[base:base + 9])
-    groups = int(args[base + 15])
-    threads = n * oh * ow * oc
-    if kernel != "conv2d_s8":  # conv2d_f32, conv2d_s16: one kernel each
-        return [Launch(kernel, args, threads)]
-    icg = c // groups
-    if icg == 1:
-        return [Launch("dwconv2d_s8", args, threads)]
-    if icg % 4 == 0:
-        w = _weight_data(args[2]).astype(np.int64).reshape(oc, kh * kw, icg)
-        wsum = Weight("wsum", w.sum(axis=2).astype(np.int32), "int32_t")
-        return [Launch("conv2d_s8_dp4a", args[:6] + [wsum] + args[6:], threads)]
-    return [Launch("conv2d_s8", args, threads)]
-
-
-def _fc(kernel: str, args: list[Any], node: Node, g: Graph) -> list[Launch]:
-    rows, k, n = (int(a) for a in args[4:7]) if kernel == "fc_f32" else (int(a) for a in args[6:9])
-    if kernel == "fc_s8" and k % 4 == 0:
-        w = _weight_data(args[2]).astype(np.int64).reshape(n, k)
-        wsum = Weight("wsum", w.sum(axis=1).astype(np.int32), "int32_t")
-        return [Launch("fc_s8_dp4a", args[:6] + [wsum] + args[6:], rows * n)]
-    return [Launch(kernel, args, rows * n)]
-
-
-def _binary(kernel: str, args: list[Any], node: Node, g: Graph) -> list[Launch]:
-    return [Launch(kernel, args, _prod(args[3:7]))]
-
-
-def _pool(kernel: str, args: list[Any], node: Node, g: Graph) -> list[Launch]:
-    n, _, _, c, oh, ow = (int(a) for a in args[2:8])
-    return [Launch(kernel, args, n * oh * ow * c)]
-
-
-def _count(index: int) -> Rule:
-    def rule(kernel, args, node, g):
-        return [Launch(kernel, args, int(args[index]))]
-    return rule
-
-
-def _rows(kernel: str, args: list[Any], node: Node, g: Graph) -> list[Launch]:
-    return [Launch(kernel, args, int(args[2]))]
-
-
-def _concat(kernel: str, args: list[Any], node: Node, g: Graph) -> list[Launch]:
-    return [Launch(kernel, args, int(args[3]) * int(args[4]))]
-
-
-def _pad(kernel: str, args: list[Any], node: Node, g: Graph) -> list[Launch]:
-    return [Launch(kernel, args, _prod(args[6:10]))]
-
-
-def _transpose(kernel: str, args: list[Any], node: Node, g: Graph) -> list[Launch]:
-    return [Launch(kernel, args, _prod(args[2:6]))]
-
-
-def _copy(kernel: str, args: list[Any], node: Node, g: Graph) -> list[Launch]:
-    src, dst, nbytes = args
-    if isinstance(src, Buf) and isinstance(dst, Buf) and src.tensor == dst.tensor:
-        return []
-    return [Launch("copy_bytes", args, int(nbytes))]
-
-
-# portable kernel name -> rule; a kernel absent here has no CUDA version
-CUDA_RULES: dict[str, Rule] = {
-    "conv2d_s8": _conv, "conv2d_f32": _conv, "conv2d_s16": _conv,
-    "fc_s8": _fc, "fc_f32": _fc, "fc_s16": _fc,
-    "add_s8": _binary, "add_f32": _binary, "mul_s8": _binary, "mul_f32": _binary,
-    "maxpool_s8": _pool, "maxpool_f32": _pool, "avgpool_s8": _pool, "avgpool_f32": _pool,
-    "lut_s8": _count(2), "activation_f32": _count(2),
-    "quantize_f32_s8": _count(2), "dequantize_s8_f32": _count(2),
-    "requant_s16_s8": _count(2), "requant_s8_s16": _count(2),
-    "softmax_s8": _rows, "softmax_f32": _rows,
-    "concat_s8": _concat, "concat_f32": _concat,
-    "pad_s8": _pad, "pad_f32": _pad,
-    "transpose_s8": _transpose, "transpose_f32": _transpose,
-    "copy": _copy,
-}
-
-
 @dataclass
 class CudaLowered:
     launches: list[Launch] = field(default_factory=list)
@@ -209,39 +80,25 @@ class CudaLowered:
     unsupported: list[str] = field(default_factory=list)  # "node (kernel)" without a CUDA kernel
 
 
-def lower_cuda(g: Graph, precision: str, block: int = BLOCK) -> CudaLowered:
-    """Every node's calls as CUDA launches (same op lowering as the CPU path)."""
+def lower_cuda(g: Graph, options: CodegenOptions, block: int = BLOCK) -> CudaLowered:
+    """Every node's calls through the `cuda` kernel set (kset_cuda.py), as launches: the
+    same op lowering and selection as the CPU path, with only the cuda set offered."""
     out = CudaLowered()
-    for index, node in enumerate(g.nodes):
-        op = get_op(node.op)
-        if op.alias:
-            continue
-        lowered = op.lower(node, g, node.attrs.get("precision", precision))  # a layer kept in float: its own
-        calls = [lowered] if isinstance(lowered[0], str) else lowered
-        for kernel, args in calls:
-            rule = CUDA_RULES.get(kernel)
-            if rule is None:
-                out.unsupported.append(f"{node.name} ({kernel})")
+    for index, node, calls in layer_calls(g, ["cuda"], options, []):
+        for c in calls or []:
+            if c.decl.kernel_set != "cuda":
+                out.unsupported.append(f"{node.name} ({c.kernel})")
                 continue
-            for launch in rule(kernel, list(args), node, g):
-                check_arguments(launch)
-                launch.layer = index
-                launch.grid, launch.block = geometry(launch.threads, block)
-                out.launches.append(launch)
-                if launch.function not in out.functions:
-                    out.functions.append(launch.function)
+            grid, size = geometry(c.launch_threads, block)
+            out.launches.append(Launch(c.kernel, c.ordered(), c.launch_threads, index, grid, size))
+            if c.kernel not in out.functions:
+                out.functions.append(c.kernel)
     return out
 
 
-def check_arguments(launch: Launch) -> None:
-    """The arguments fit the kernel's parameters (count and kind)."""
-    params = signature(launch.function)
-    if len(params) != len(launch.args):
-        raise RuntimeError(f"{launch.function}: {len(launch.args)} arguments for {len(params)} parameters")
-    for p, a in zip(params, launch.args):
-        is_ptr = isinstance(a, (Buf, Weight))
-        if (p.kind == "ptr") != is_ptr:
-            raise RuntimeError(f"{launch.function}: argument {p.name} is {a!r}, expected a {p.kind}")
+def kernel_names() -> list[str]:
+    """Every CUDA kernel there is (declared in signatures/cuda.py, a template each)."""
+    return sorted(declarations("cuda"))
 
 
 # --- device memory: the weight block and the argument table ---------------------------------
@@ -284,13 +141,6 @@ def argument_table(launches: list[Launch], plan: ArenaPlan, block: WeightBlock) 
 
 
 # --- the board's architectures --------------------------------------------------------------
-def sm_number(arch: str) -> int:
-    match = re.fullmatch(r"(?:sm_|compute_)?(\d+)[a-z]?", str(arch).strip())
-    if not match:
-        raise ValueError(f"not a CUDA architecture: {arch!r} (expected e.g. 'sm_87')")
-    return int(match.group(1))
-
-
 def board_arches(board: Board) -> tuple[list[str], str]:
     """(SASS architectures, PTX architecture) from the board file: `cuda_arch` is one name
     or a list ("sm_87"); `cuda_ptx` defaults to the lowest of them ("compute_87")."""
@@ -313,47 +163,6 @@ def nvcc_flags(sass: list[str], ptx: str) -> list[str]:
     return flags
 
 
-def find_nvcc() -> str | None:
-    """nvcc: $NVCC, else on PATH, else in $CUDA_HOME/bin, $CUDA_PATH/bin or /usr/local/cuda/bin."""
-    if os.environ.get("NVCC") and Path(os.environ["NVCC"]).is_file():
-        return os.environ["NVCC"]
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and (Path(root) / "bin" / "nvcc").is_file():
-            return str(Path(root) / "bin" / "nvcc")
-    return None
-
-
-def find_cuda_tool(tool: str) -> str | None:
-    """A CUDA tool (cuobjdump, ptxas) beside nvcc, on PATH, or from the pip package
-    nvidia-cuda-<tool> (its binary lies in nvidia/cu*/bin)."""
-    nvcc = find_nvcc()
-    candidates = [shutil.which(tool)]
-    if nvcc:
-        candidates.append(str(Path(nvcc).resolve().parent / tool))
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root:
-            candidates.append(str(Path(root) / "bin" / tool))
-    try:
-        import nvidia  # namespace package of NVIDIA's pip wheels
-        for base in getattr(nvidia, "__path__", []):
-            candidates += [str(p) for p in sorted(Path(base).glob(f"*/bin/{tool}"))]
-    except ImportError:
-        pass
-    for c in candidates:
-        if c and Path(c).is_file() and os.access(c, os.X_OK):
-            return c
-    return None
-
-
-def nvcc_arches(nvcc: str) -> set[str]:
-    """The sm_XX this nvcc can compile for (nvcc --list-gpu-code)."""
-    result = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True)
-    return set(result.stdout.split()) if result.returncode == 0 else set()
-
-
 # --- rendering ------------------------------------------------------------------------------
 def environment():
     from .emit import environment as c_environment
@@ -362,7 +171,8 @@ def environment():
 
 def render_kernels(name: str, functions: list[str], header: str = "") -> str:
     """The device source: the shared definitions and the kernels `functions`."""
-    return environment().get_template("cuda/model.cu.j2").render(name=name, functions=functions, header=header)
+    sources = [kernel_source("cuda", f).rstrip("\n") for f in functions]
+    return environment().get_template("cuda/model.cu.j2").render(name=name, sources=sources, header=header)
 
 
 def byte_lines(data: bytes) -> list[str]:
@@ -370,12 +180,12 @@ def byte_lines(data: bytes) -> list[str]:
         or ["0"]
 
 
-def generate_cuda(g: Graph, plan: ArenaPlan, board: Board, precision: str, prefix: str, out_dir: Path,
+def generate_cuda(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, prefix: str, out_dir: Path,
                   info: dict) -> dict:
     """Render the CUDA sources of a model into out_dir; returns what to add to the manifest
     ("sources" extended with the host-side C files, and "cuda")."""
     sass, ptx = board_arches(board)
-    lowered = lower_cuda(g, precision)
+    lowered = lower_cuda(g, options)
     src = Path(out_dir) / "src"
     block = WeightBlock()
     table = argument_table(lowered.launches, plan, block)
@@ -406,55 +216,3 @@ def generate_cuda(g: Graph, plan: ArenaPlan, board: Board, precision: str, prefi
     if lowered.unsupported:
         summary["disabled"] = "no CUDA kernel for " + ", ".join(lowered.unsupported)
     return {"sources": info["sources"] + [f"src/{prefix}_cuda.c", f"src/{prefix}_cuda_weights.c"], "cuda": summary}
-
-
-# --- reading a fat binary back (tests, reports) ---------------------------------------------
-@dataclass(frozen=True)
-class FatbinEntry:
-    kind: str  # "sass" (an ELF cubin) or "ptx"
-    arch: str  # "sm_87" for SASS, "compute_87" for PTX
-    size: int
-
-
-def parse_fatbin(data: bytes) -> list[FatbinEntry]:
-    """The entries of one or more concatenated fat binaries (nvcc's format: a 16-byte header
-    with magic 0xBA55ED50 and the payload size, then entries with kind 1 = PTX, 2 = ELF
-    and the architecture number at byte 28 of each entry header)."""
-    entries, pos = [], 0
-    while pos + 16 <= len(data):
-        magic, _version, header, size = struct.unpack_from("<IHHQ", data, pos)
-        if magic != FATBIN_MAGIC:
-            break
-        p, end = pos + header, pos + header + size
-        while p + 32 <= end:
-            kind, _v, entry_header, payload = struct.unpack_from("<HHIQ", data, p)
-            arch = struct.unpack_from("<I", data, p + 28)[0]
-            if kind == 1:
-                entries.append(FatbinEntry("ptx", f"compute_{arch}", payload))
-            elif kind == 2:
-                entries.append(FatbinEntry("sass", f"sm_{arch}", payload))
-            p += entry_header + payload
-        pos = end + (-end % 8)
-    return entries
-
-
-def elf_section(path: Path, section: str) -> bytes | None:
-    """The bytes of a named section of a 64-bit little-endian ELF file (None if absent)."""
-    data = Path(path).read_bytes()
-    if data[:4] != b"\x7fELF" or data[4] != 2:
-        raise ValueError(f"{path} is not a 64-bit ELF file")
-    shoff = struct.unpack_from("<Q", data, 0x28)[0]
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-    headers = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
-    names = headers[shstrndx]
-    for name_off, _type, _flags, _addr, offset, size in headers:
-        start = names[4] + name_off
-        if data[start:data.index(b"\0", start)].decode() == section:
-            return data[offset:offset + size]
-    return None
-
-
-def embedded_device_code(path: Path) -> list[FatbinEntry]:
-    """The SASS and PTX entries embedded in a library's .nv_fatbin section."""
-    section = elf_section(path, FATBIN_SECTION)
-    return parse_fatbin(section) if section else []

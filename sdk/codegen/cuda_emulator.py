@@ -16,7 +16,8 @@ import subprocess
 from pathlib import Path
 
 from ..errors import ToolError
-from .cuda import kernel_names, render_kernels, signature
+from .cuda import kernel_names, render_kernels
+from .kernel_api import Param, declarations
 
 LIBRARY = "libcuda.so.1"
 
@@ -25,11 +26,18 @@ def emulator_source() -> str:
     from .cuda import environment
     kernels = []
     for name in kernel_names():
-        params = signature(name)
-        kernels.append({"name": name, "kinds": "".join(p.kind[0] for p in params),
-                        "casts": [" ".join(p.ctype.replace("__restrict__", "").split()) for p in params]})
+        params = declarations("cuda")[name].params
+        kernels.append({"name": name, "kinds": "".join("p" if p.pointer else p.kind[0] for p in params),
+                        "casts": [c_cast(p) for p in params]})
     source = render_kernels("emulator", kernel_names(), "the CPU emulation (every kernel)")
     return environment().get_template("cuda/emulator.c.j2").render(kernels=kernels, kernels_source=source)
+
+
+def c_cast(p: Param) -> str:
+    """The C type an argument is read as (the kernel's parameter type)."""
+    if p.kind == "output":
+        return f"{p.ctype} *"
+    return f"const {p.ctype} *" if p.pointer else p.ctype
 
 
 def build_emulator(folder: Path, cc: str = "gcc") -> Path:

@@ -13,6 +13,8 @@ from ..boards import Board
 from ..ir import Graph
 from ..planner import ArenaPlan
 from .lowering import TEMPLATES, CTYPES, Lowered, c_float, lower_graph
+from .kernel_files import kernel_source
+from .options import CodegenOptions
 from .sanitize import c_identifier, c_string_literal
 
 ARENA_ALIGN = 16
@@ -51,11 +53,11 @@ def manifest(g: Graph, prefix: str, board: Board, precision: str, plan: ArenaPla
             "outputs": [{k: v for k, v in e.items() if k not in strip} for e in outputs]}
 
 
-def generate(g: Graph, plan: ArenaPlan, board: Board, precision: str, name: str, out_dir: Path,
-             debug_dump: bool = False) -> dict:
+def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, name: str, out_dir: Path) -> dict:
     prefix = c_identifier(name)
+    precision, debug_dump = options.precision, options.debug_dump
     int8 = precision == "int8"
-    lowered: Lowered = lower_graph(g, plan, board, precision, prefix)
+    lowered: Lowered = lower_graph(g, plan, list(board.kernels), options, prefix)
     inputs = io_entries(g, g.inputs, plan, int8)
     outputs = io_entries(g, g.outputs, plan, int8)
     info = manifest(g, prefix, board, precision, plan, inputs, outputs)
@@ -68,7 +70,7 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, precision: str, name: str,
         "weights": [{"name": w.name, "ctype": w.ctype, "count": w.values.size, "lines": format_values(w.values, w.ctype)}
                     for w in lowered.weights],
         "manifest_literal": c_string_literal(info),
-        "threads": int(getattr(g, "threads", 1)),
+        "threads": options.threads,
     }
     env = environment()
     for template, target in (("common/model.h.j2", f"{prefix}.h"), ("common/model.c.j2", f"{prefix}.c"),
@@ -77,8 +79,9 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, precision: str, name: str,
         (src / target).write_text(env.get_template(template).render(context))
     shutil.copy(TEMPLATES / "common" / "cuvil_common.h", src / "cuvil_common.h")
     for header in context["kernel_headers"]:
-        shutil.copy(TEMPLATES / header, src / "kernels" / Path(header).name)
-        for shared in (TEMPLATES / header).parent.glob("cuvil_*.h"):  # the set's shared helpers
+        kernel_set, file_name = header.split("/")
+        (src / "kernels" / file_name).write_text(kernel_source(kernel_set, Path(file_name).stem))
+        for shared in (TEMPLATES / kernel_set).glob("cuvil_*.h"):  # the set's shared helpers
             shutil.copy(shared, src / "kernels" / shared.name)
     weight_bytes = sum(w.nbytes for w in lowered.weights)
     sources = [f"src/{prefix}.c", f"src/{prefix}_weights.c"]
@@ -87,10 +90,11 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, precision: str, name: str,
         if board.kind == "shared_library":  # firmware harnesses implement the dump themselves
             (src / f"{prefix}_debug.c").write_text(env.get_template("common/debug_dump.c.j2").render(context))
             sources.append(f"src/{prefix}_debug.c")
-    info.update({"weight_bytes": weight_bytes, "layers": lowered.layers, "sources": sources})
+    info.update({"weight_bytes": weight_bytes, "layers": lowered.layers, "sources": sources,
+                 "fallbacks": [f.as_dict() for f in lowered.fallbacks], "plugin_kernels": lowered.plugin_kernels})
     if board.get("cuda_arch"):  # CUDA boards (jetson): device code and its host side, sdk/codegen/cuda.py
         from .cuda import generate_cuda
-        info.update(generate_cuda(g, plan, board, precision, prefix, out_dir, info))
+        info.update(generate_cuda(g, plan, board, options, prefix, out_dir, info))
     return info
 
 

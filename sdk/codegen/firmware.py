@@ -10,7 +10,7 @@ from typing import Any
 
 import jinja2
 
-from ..boards import Board
+from ..boards import Board, linker_context
 
 LINKER_SCRIPT = "src/linker.ld"  # where targets/*/SConscript expects it
 HARNESS_SOURCE = "src/harness.c"
@@ -24,18 +24,6 @@ def _environment(board: Board) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-
-
-def linker_context(board: Board) -> dict[str, Any]:
-    """The linker script's values, all from the board file's [memory] table."""
-    return {
-        "board_name": board.name,
-        "flash_origin": int(board.get("memory.flash_origin", 0)),
-        "flash_bytes": board.flash_bytes,
-        "ram_origin": int(board.get("memory.ram_origin", 0)),
-        "ram_bytes": board.ram_bytes,
-        "stack_bytes": int(board.get("memory.stack_bytes")),
-    }
 
 
 def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any]) -> list[str]:

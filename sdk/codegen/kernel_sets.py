@@ -1,30 +1,43 @@
-"""Kernel selection: a board lists template sets (e.g. ["cortex_m_dsp", "portable"]); for
-each call an op lowers to, the first set that offers a specialisation wins.
+"""Kernel selection: a board lists kernel sets (e.g. ["cortex_m_dsp"]); for each call an op
+lowers to (a portable kernel's KernelCall), the first set whose rule takes it wins, and the
+portable set takes everything else unchanged.
 
-A set is a folder sdk/templates/<set>/ of C headers, one per kernel, plus a Python
-`KernelSet` registered here that decides, from the node and the lowered arguments
-(shapes are compile-time constants), whether it has a better kernel, and may rewrite
-the arguments (re-ordered or pre-widened weights, unrolled variants). The portable set
-takes everything unchanged and is always the fallback.
+A set is a folder sdk/templates/<set>/ of C headers, one per kernel, its declarations in
+sdk/codegen/signatures/<set>.py, and a Python `KernelSet` registered here whose rules
+decide, from the node and the call's named arguments (shapes are compile-time constants),
+whether the set has a kernel for it. A rule returns its own kernel's call (built by keyword
+from its declaration; weights re-laid out, arguments rewritten), or `Declined(reason)` when
+its kernel cannot reproduce the portable result; the reason is reported for the layer.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from ..ir import Graph, Node
+from .kernel_api import Declined, KernelCall
+from .options import CodegenOptions
 
-Specialisation = tuple[str, list[Any]]  # (kernel name = header file stem, arguments)
+Answer = KernelCall | list[KernelCall] | Declined | None  # None: the set has no kernel for this op at all
+Rule = Callable[[KernelCall, Node, Graph, CodegenOptions], Answer]
 
 
 class KernelSet:
     name = "portable"
+    rules: dict[str, Rule] = {}
 
-    def specialise(self, kernel: str, args: list[Any], node: Node, g: Graph) -> Specialisation | None:
-        """Return the kernel to call and its arguments, or None to leave the call to the next set."""
-        return kernel, args
+    def specialise(self, c: KernelCall, node: Node, g: Graph, options: CodegenOptions) -> Answer:
+        """This set's call(s) for the portable call `c`, Declined(reason), or None."""
+        if self.name == "portable":
+            return c
+        rule = PLUGIN_RULES.get((self.name, c.kernel)) or self.rules.get(c.kernel)
+        return rule(c, node, g, options) if rule else None
 
 
 KERNEL_SETS: dict[str, KernelSet] = {"portable": KernelSet()}
+
+# Rules that plugins add (sdk/plugins.py): (set, portable kernel) -> the rule giving that
+# set's kernel for a plugin op; consulted before the set's own rules.
+PLUGIN_RULES: dict[tuple[str, str], Rule] = {}
 
 
 def register_kernel_set(cls: type[KernelSet]) -> type[KernelSet]:
@@ -32,11 +45,3 @@ def register_kernel_set(cls: type[KernelSet]) -> type[KernelSet]:
         raise RuntimeError(f"kernel set {cls.name} registered twice")
     KERNEL_SETS[cls.name] = cls()
     return cls
-
-
-def by_table(table: dict[str, Callable[[list[Any], Node, Graph], Specialisation | None]]):
-    """Build a specialise() from {portable kernel name: function(args, node, g)}."""
-    def specialise(self, kernel, args, node, g):
-        rule = table.get(kernel)
-        return rule(args, node, g) if rule else None
-    return specialise

@@ -12,25 +12,27 @@ rewrites the portable arguments for it; the C headers only implement:
 - zero points: the convolution column holds x - zx as int16 (padding = 0 = zx - zx), so the
   sum is the portable kernel's sum over valid taps, exactly.
 
-A rule returns None when its kernel cannot reproduce the portable result for the call (for
-example a requantization shift below 33, or a column longer than the kernel's stack buffer);
-the call then falls back to the portable kernel. Each rule's docstring says when it applies.
+A rule declines (Declined, with the reason the build reports) when its kernel cannot
+reproduce the portable result for the call (for example a requantization shift below 33, or
+a column longer than the kernel's stack buffer); the call then falls back to the portable
+kernel. Each rule's docstring says when it applies.
 Every kernel here is bit-identical to its portable counterpart (board_tests/test_kernels_m7_dsp.py).
 """
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ..ir import Graph, Node
-from ..ops.common import Weight
-from .kernel_sets import KernelSet, by_table, register_kernel_set
+from .kernel_api import Declined, KernelCall, Weight, kernel
+from .kernel_sets import Answer, KernelSet, register_kernel_set
+from .simd_layout import pick
 
 COL_WORDS = 1024  # CUVIL_DSP_COL_WORDS in the headers: K' <= 1024 int16 values per pixel
 FC_COL_WORDS = 1024  # fully connected: K' / 2 words, K' <= 2048
 AVG_LANE_TAPS = 256  # int16 lane sums of up to 256 int8 values cannot overflow
 INT32_MAX = 2**31 - 1
+SET = "cortex_m_dsp"
+REQUANT_RULE = "a requantization shift below 33 or an accumulator bound past the fast requantization's range"
 MAX_PRODUCT = 255 * 128  # |(x - zx) * w|: int8 activations and weights (imported ones may be -128)
 
 
@@ -139,37 +141,37 @@ def quad_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.concatenate(blocks).astype(np.int16)
 
 
-def weight_arg(args: list[Any], index: int) -> np.ndarray:
-    return np.asarray(args[index].data)
-
-
 # --- convolution --------------------------------------------------------------------------------
-def conv_im2col(args: list[Any], node: Node, g: Graph):
+def dsp_tail(zx: int, lo: int, hi: int) -> dict[str, int]:
+    """The zero point and clamp as the DSP kernels take them (packed for SIMD instructions)."""
+    return {"nzx2": packed16(-int(zx)), "zx": int(zx), "lo4": bytes4(int(lo)), "hi4": bytes4(int(hi))}
+
+
+def conv_im2col(c: KernelCall, node: Node, g: Graph) -> Answer:
     """Convolution with groups 1 and dilation 1 whose column (kh x kw x c values, each kernel
     row rounded up to even, all to a multiple of 8) fits the 1024-value stack buffer, and
     whose requantization shifts are all >= 33."""
-    (x, y, w, bias, mult, shift, n, h, wd, c, oh, ow, oc, kh, kw, sh, sw, pt, pl, dh, dw, groups,
-     zx, zy, lo, hi) = args
-    if groups != 1 or dh != 1 or dw != 1:
-        return None
-    seg = round_up(kw * c, 2)
+    a = c.args
+    oc, kh, kw, ch = a["oc"], a["kh"], a["kw"], a["c"]
+    if a["dh"] != 1 or a["dw"] != 1:
+        return Declined("dilated convolution")
+    seg = round_up(kw * ch, 2)
     kp = round_up(kh * seg, 8)
     if kp > COL_WORDS:
-        return None
-    wq = weight_arg(args, 2).astype(np.int64)  # [oc][kh][kw][c]
-    b = weight_arg(args, 3).astype(np.int64)
-    bound = int(np.abs(b).max()) + kh * kw * c * MAX_PRODUCT
-    q = fast_requant(weight_arg(args, 4), weight_arg(args, 5), int(zy), bound)
+        return Declined(f"im2col column of {kp} values exceeds {COL_WORDS}")
+    wq = np.asarray(a["w"].data).astype(np.int64)  # [oc][kh][kw][c]
+    b = np.asarray(a["bias"].data).astype(np.int64)
+    bound = int(np.abs(b).max()) + kh * kw * ch * MAX_PRODUCT
+    q = fast_requant(np.asarray(a["mult"].data), np.asarray(a["shift"].data), int(a["zy"]), bound)
     if q is None:
-        return None
-    order = row_order(kw * c)  # one kernel row
-    rows = wq.reshape(oc, kh, kw * c)
+        return Declined(REQUANT_RULE)
+    order = row_order(kw * ch)  # one kernel row
+    rows = wq.reshape(oc, kh, kw * ch)
     col = arrange(rows, order).reshape(oc, kh * seg)
     col = np.concatenate([col, np.zeros((oc, kp - kh * seg), dtype=col.dtype)], axis=1)
-    new = [x, y, Weight("w16", pair_streams(col, b, q), "int16_t"),
-           n, h, wd, c, oh, ow, oc, kh, kw, sh, sw, pt, pl, seg, kp, packed16(-int(zx)), int(zx),
-           bytes4(int(lo)), bytes4(int(hi))]
-    return "conv2d_s8_dsp", new
+    return kernel(SET, "conv2d_s8_dsp")(
+        **pick(a, "in out n h wd c oh ow oc kh kw sh sw pt pl"), w=Weight("w16", pair_streams(col, b, q), "int16_t"),
+        seg=seg, kp=kp, **dsp_tail(a["zx"], a["lo"], a["hi"]))
 
 
 DW_VALUES = 2048  # CUVIL_DSP_DW_VALUES: the depthwise row ring, (kh * cc + 1) * wp int16 values
@@ -182,21 +184,26 @@ def dw_chunk(c: int, kh: int, wp: int) -> int:
     return cc // 4 * 4 if cc >= 4 and cc < c else cc
 
 
-def conv_depthwise(args: list[Any], node: Node, g: Graph):
+def conv_depthwise(c: KernelCall, node: Node, g: Graph) -> Answer:
     """Depthwise convolution (groups = in = out channels, dilation 1) whose requantization
     shifts are all >= 33 and where one input row of one channel (plus padding) fits the row
     ring: 3x3 stride 1 or 2 -> conv2d_s8_dsp_dw3x3 (transposed when that makes fewer 4-output
     blocks), anything else -> conv2d_s8_dsp_dw."""
-    (x, y, w, bias, mult, shift, n, h, wd, c, oh, ow, oc, kh, kw, sh, sw, pt, pl, dh, dw, groups,
-     zx, zy, lo, hi) = args
-    if not (groups == c == oc) or dh != 1 or dw != 1:
-        return None
-    wq = weight_arg(args, 2).astype(np.int64).reshape(c, kh, kw)
-    b = weight_arg(args, 3).astype(np.int64)
-    q = fast_requant(weight_arg(args, 4), weight_arg(args, 5), int(zy), int(np.abs(b).max()) + kh * kw * MAX_PRODUCT)
+    a = c.args
+    n, h, wd, ch, oh, ow, oc = (a[k] for k in ("n", "h", "wd", "c", "oh", "ow", "oc"))
+    kh, kw, sh, sw, pt, pl = (a[k] for k in ("kh", "kw", "sh", "sw", "pt", "pl"))
+    if not (a["groups"] == ch == oc):
+        return Declined("grouped convolution that is not depthwise")
+    if a["dh"] != 1 or a["dw"] != 1:
+        return Declined("dilated convolution")
+    wq = np.asarray(a["w"].data).astype(np.int64).reshape(ch, kh, kw)
+    b = np.asarray(a["bias"].data).astype(np.int64)
+    q = fast_requant(np.asarray(a["mult"].data), np.asarray(a["shift"].data), int(a["zy"]),
+                     int(np.abs(b).max()) + kh * kw * MAX_PRODUCT)
     if q is None:
-        return None
-    tail = [packed16(-int(zx)), int(zx), bytes4(int(lo)), bytes4(int(hi))]
+        return Declined(REQUANT_RULE)
+    tail = dsp_tail(a["zx"], a["lo"], a["hi"])
+    io = pick(a, "in out n c")
     if kh == kw == 3 and sh == sw and sh in (1, 2):
         # the kernel works along rows, 4 outputs per block: walk a narrow image by its columns
         transposed = ow * -(-oh // 4) < oh * -(-ow // 4)
@@ -204,85 +211,92 @@ def conv_depthwise(args: list[Any], node: Node, g: Graph):
             h, wd, oh, ow, pt, pl = wd, h, ow, oh, pl, pt
             wq = wq.transpose(0, 2, 1)
         wp = round_up(max(pl + wd, 4 * sw * -(-ow // 4) + 2), 2)
-        cc = dw_chunk(c, 3, wp)
+        cc = dw_chunk(ch, 3, wp)
         if cc < 1:
-            return None
+            return Declined("one input row does not fit the depthwise row ring")
         rows = np.stack([wq[:, :, 0], wq[:, :, 1], wq[:, :, 2], np.zeros_like(wq[:, :, 0]),
                          np.zeros_like(wq[:, :, 0]), wq[:, :, 0], wq[:, :, 1], wq[:, :, 2]], axis=2)  # [c][3][8]
-        stream = np.concatenate([as_int16(np.repeat(b.reshape(c, 1), 4, axis=1)).reshape(c, 8),
-                                 rows.reshape(c, 24).astype(np.int16), as_int16(q).reshape(c, 6)], axis=1)
-        return "conv2d_s8_dsp_dw3x3", [x, y, Weight("w16", stream.reshape(-1).astype(np.int16), "int16_t"),
-                                       n, h, wd, c, oh, ow, sw, pt, pl, int(transposed), wp, cc, *tail]
+        stream = np.concatenate([as_int16(np.repeat(b.reshape(ch, 1), 4, axis=1)).reshape(ch, 8),
+                                 rows.reshape(ch, 24).astype(np.int16), as_int16(q).reshape(ch, 6)], axis=1)
+        return kernel(SET, "conv2d_s8_dsp_dw3x3")(
+            **io, w=Weight("w16", stream.reshape(-1).astype(np.int16), "int16_t"), h=h, wd=wd, oh=oh, ow=ow, s=sw,
+            pt=pt, pl=pl, transposed=int(transposed), wp=wp, cc=cc, **tail)
     kwp = round_up(kw, 2)
     wp = round_up(max(pl + wd, (ow - 1) * sw + kwp), 2)
-    cc = dw_chunk(c, kh, wp)
+    cc = dw_chunk(ch, kh, wp)
     if cc < 1:
-        return None
-    taps = np.zeros((c, kh, kwp), dtype=np.int64)
+        return Declined("one input row does not fit the depthwise row ring")
+    taps = np.zeros((ch, kh, kwp), dtype=np.int64)
     taps[:, :, :kw] = wq
-    stream = np.concatenate([as_int16(b.reshape(c, 1)).reshape(c, 2), taps.reshape(c, -1).astype(np.int16),
-                             as_int16(q).reshape(c, 6)], axis=1)
-    return "conv2d_s8_dsp_dw", [x, y, Weight("w16", stream.reshape(-1).astype(np.int16), "int16_t"),
-                                n, h, wd, c, oh, ow, kh, kw, sh, sw, pt, pl, wp, cc, stream.shape[1], *tail]
+    stream = np.concatenate([as_int16(b.reshape(ch, 1)).reshape(ch, 2), taps.reshape(ch, -1).astype(np.int16),
+                             as_int16(q).reshape(ch, 6)], axis=1)
+    return kernel(SET, "conv2d_s8_dsp_dw")(
+        **io, **pick(a, "h wd oh ow kh kw sh sw pt pl"), w=Weight("w16", stream.reshape(-1).astype(np.int16), "int16_t"),
+        wp=wp, cc=cc, stream=stream.shape[1], **tail)
 
 
-def conv_rule(args: list[Any], node: Node, g: Graph):
+def conv_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Depthwise (conv_depthwise) or groups 1 (conv_im2col); anything else stays portable."""
-    groups = args[21]
-    return conv_depthwise(args, node, g) if groups > 1 else conv_im2col(args, node, g)
+    if c["groups"] > 1:
+        return conv_depthwise(c, node, g)
+    return conv_im2col(c, node, g)
 
 
 # --- fully connected ------------------------------------------------------------------------------
-def fc_rule(args: list[Any], node: Node, g: Graph):
+def fc_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Fully connected with K' = k rounded up to 8 at most 2048 and requantization shifts
     >= 33: the input row becomes int16 (x - zx) once, then 1 row x 4 outputs per SMLAD loop."""
-    x, y, w, bias, mult, shift, rows, k, n, zx, zy, lo, hi = args
+    a = c.args
+    k, n = a["k"], a["n"]
     kp = round_up(k, 8)
     if kp > 2 * FC_COL_WORDS:
-        return None
-    wq = weight_arg(args, 2).astype(np.int64)  # [n][k]
-    b = weight_arg(args, 3).astype(np.int64)
-    q = fast_requant(weight_arg(args, 4), weight_arg(args, 5), int(zy), int(np.abs(b).max()) + k * MAX_PRODUCT)
+        return Declined(f"more than {2 * FC_COL_WORDS} inputs")
+    wq = np.asarray(a["w"].data).astype(np.int64)  # [n][k]
+    b = np.asarray(a["bias"].data).astype(np.int64)
+    q = fast_requant(np.asarray(a["mult"].data), np.asarray(a["shift"].data), int(a["zy"]),
+                     int(np.abs(b).max()) + k * MAX_PRODUCT)
     if q is None:
-        return None
+        return Declined(REQUANT_RULE)
     col = arrange(wq, row_order(k))
     col = np.concatenate([col, np.zeros((n, kp - col.shape[1]), dtype=col.dtype)], axis=1)
-    new = [x, y, Weight("w16", quad_streams(col, b, q), "int16_t"),
-           rows, k, n, kp, packed16(-int(zx)), int(zx), bytes4(int(lo)), bytes4(int(hi))]
-    return "fc_s8_dsp", new
+    return kernel(SET, "fc_s8_dsp")(**pick(a, "in out rows k n"), w=Weight("w16", quad_streams(col, b, q), "int16_t"),
+                                    kp=kp, **dsp_tail(a["zx"], a["lo"], a["hi"]))
 
 
 # --- pooling and element-wise ------------------------------------------------------------------
-def maxpool_rule(args: list[Any], node: Node, g: Graph):
+def maxpool_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Every int8 max pooling (the bottom and right pads are implied by the window bounds)."""
-    return "maxpool_s8_dsp", args[:-2]
+    return kernel(SET, "maxpool_s8_dsp")(**pick(c.args, "in out n h w c oh ow kh kw sh sw pt pl"))
 
 
-def avgpool_rule(args: list[Any], node: Node, g: Graph):
+def avgpool_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Average pooling whose window rows have at most 256 taps (int16 lane sums)."""
-    kw = args[9]
-    return ("avgpool_s8_dsp", list(args)) if kw <= AVG_LANE_TAPS else None
+    if c["kw"] > AVG_LANE_TAPS:
+        return Declined(f"window rows of more than {AVG_LANE_TAPS} taps")
+    return kernel(SET, "avgpool_s8_dsp")(**c.args)
 
 
-def add_rule(args: list[Any], node: Node, g: Graph):
+def add_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Add of two operands with the output's shape (no broadcasting) when the folded constant
     c0 = 2^(shift-1) - za*ma - zb*mb + (zy << shift) keeps every int32 sum in range."""
-    a, b, y = args[:3]
-    dims, sa, sb = args[3:7], args[7:11], args[11:15]
-    za, zb, ma, mb, shift, zy, lo, hi = (int(v) for v in args[15:23])
+    a = c.args
+    dims = [a[f"d{i}"] for i in range(4)]
+    sa, sb = [a[f"sa{i}"] for i in range(4)], [a[f"sb{i}"] for i in range(4)]
+    za, zb, ma, mb, shift, zy, lo, hi = (int(a[k]) for k in ("za", "zb", "ma", "mb", "shift", "zy", "lo", "hi"))
     contiguous = [int(np.prod(dims[i + 1:], dtype=np.int64)) if dims[i] > 1 else 0 for i in range(4)]
     if [int(v) if d > 1 else 0 for v, d in zip(sa, dims)] != contiguous or \
             [int(v) if d > 1 else 0 for v, d in zip(sb, dims)] != contiguous:
-        return None
+        return Declined("broadcasting add")
     c0 = (1 << (shift - 1)) - za * ma - zb * mb + (zy << shift)
     if abs(c0) + 128 * (abs(ma) + abs(mb)) > INT32_MAX:
-        return None
+        return Declined("the folded rounding constant leaves int32")
     size = int(np.prod(dims, dtype=np.int64))
-    return "add_s8_dsp", [a, b, y, size, ma, mb, c0, shift, bytes4(lo), bytes4(hi)]
+    return kernel(SET, "add_s8_dsp")(**pick(a, "a b out ma mb shift"), size=size, c0=c0, lo4=bytes4(lo),
+                                     hi4=bytes4(hi))
 
 
 @register_kernel_set
 class CortexMDsp(KernelSet):
-    name = "cortex_m_dsp"
-    specialise = by_table({"conv2d_s8": conv_rule, "fc_s8": fc_rule, "maxpool_s8": maxpool_rule,
-                           "avgpool_s8": avgpool_rule, "add_s8": add_rule})
+    name = SET
+    rules = {"conv2d_s8": conv_rule, "fc_s8": fc_rule, "maxpool_s8": maxpool_rule,
+             "avgpool_s8": avgpool_rule, "add_s8": add_rule}

@@ -4,7 +4,7 @@
 widening multiplies otherwise; the weight layouts are the same either way.
 
 As for the avx2 set (kset_avx2.py), each rule re-lays the weights out at compile time and
-returns None for what its kernel does not cover (grouped or dilated convolutions,
+declines, with its reason, what its kernel does not cover (grouped or dilated convolutions,
 broadcasting adds, layers too wide for the stack panel, a zero-point-corrected bias that
 leaves int32). int8 results are bit-identical to the portable kernels: SDOT sums of raw
 int8 inputs are exact, the input panel is padded with the zero point and the bias carries
@@ -15,31 +15,31 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops.common import Weight
-from .kernel_sets import KernelSet, by_table, register_kernel_set
-from .simd_rules import AVGPOOL_ARGS, CONV_ARGS, FC_ARGS, MAXPOOL_ARGS, PANEL_BYTES, shared_rules
-from .simd_layout import (band_rows, channel_blocks, conv_tap_rows, data, padded, requant_table_neon, threads_for,
-                          unpack, zero_point_bias)
+from .kernel_api import Declined, KernelCall, Weight, kernel
+from .kernel_sets import Answer, KernelSet, register_kernel_set
+from .simd_layout import (band_rows, channel_blocks, conv_tap_rows, data, padded, pick, requant_table_neon,
+                          threads_for, zero_point_bias)
+from .simd_rules import CONV_GEOMETRY, PANEL_BYTES, shared_rules
 
 FC_K_MAX = 64 * 1024  # fc: the most inputs copied to the stack
+SET = "neon"
+BIAS_RANGE = "the zero-point-corrected bias leaves int32"
 
 
-def conv_s8(args, node, g):
-    a = unpack(args, CONV_ARGS)
-    if a is None:
-        return None
+def conv_s8(c: KernelCall, node, g, options) -> Answer:
+    a = c.args
     if a["dh"] != 1 or a["dw"] != 1:
-        return None
+        return Declined("dilated convolution")
     w = data(a["w"]).astype(np.int64)  # [oc][kh][kw][c / groups]
     bias, mult, shift = data(a["bias"]), data(a["mult"]), data(a["shift"])
     if a["groups"] != 1:
         if a["groups"] == a["c"] == a["oc"]:
-            return depthwise_s8(a, w, bias, mult, shift, g)
-        return None
-    oc, kh, c = a["oc"], a["kh"], a["c"]
+            return depthwise_s8(a, w, bias, mult, shift, options)
+        return Declined("grouped convolution that is not depthwise")
+    oc, kh, ch = a["oc"], a["kh"], a["c"]
     bias_zx = zero_point_bias(bias, w, a["zx"])
     if bias_zx is None:
-        return None
+        return Declined(BIAS_RANGE)
     rows, kr = conv_tap_rows(w, 4)  # [oc][kh][kr], kr a multiple of 4
     blocks = channel_blocks(oc, 16, 8)
     packed = []
@@ -49,21 +49,21 @@ def conv_s8(args, node, g):
         packed.append(block.reshape(width, kh, kr // 4, 4).transpose(1, 2, 0, 3).reshape(-1))  # [ky][quad][ch][4]
     ocp = sum(width for _, width in blocks)
     cols = (a["ow"] - 1) * a["sw"] + a["kw"]
-    rowlen = (cols * c + 16 + 15) // 16 * 16
+    rowlen = (cols * ch + 16 + 15) // 16 * 16
     band = band_rows(a["oh"], a["sh"], kh, rowlen, PANEL_BYTES)
     if band == 0:
-        return None
-    macs = a["n"] * a["oh"] * a["ow"] * oc * kh * a["kw"] * c
-    return "conv2d_s8_neon", [
-        a["x"], a["y"], Weight("w8", np.concatenate(packed).astype(np.int8), "int8_t"),
-        Weight("bias_zx", padded(bias_zx.astype(np.int32), ocp), "int32_t"),
-        Weight("mult", padded(mult.astype(np.int32), ocp), "int32_t"),
-        Weight("rq", requant_table_neon(shift, ocp), "int64_t"),
-        a["n"], a["h"], a["wd"], c, a["oh"], a["ow"], oc, kh, a["kw"], a["sh"], a["sw"], a["pt"], a["pl"], kr // 4,
-        band, a["zx"], a["zy"], a["lo"], a["hi"], threads_for(g, macs)]
+        return Declined("input rows too wide for the stack panel")
+    macs = a["n"] * a["oh"] * a["ow"] * oc * kh * a["kw"] * ch
+    return kernel(SET, "conv2d_s8_neon")(
+        **pick(a, "in out oc zx zy lo hi " + CONV_GEOMETRY),
+        w=Weight("w8", np.concatenate(packed).astype(np.int8), "int8_t"),
+        bias=Weight("bias_zx", padded(bias_zx.astype(np.int32), ocp), "int32_t"),
+        mult=Weight("mult", padded(mult.astype(np.int32), ocp), "int32_t"),
+        rq=Weight("rq", requant_table_neon(shift, ocp), "int64_t"), kq=kr // 4, band=band,
+        threads=threads_for(options, macs))
 
 
-def depthwise_s8(a, w, bias, mult, shift, g):
+def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
     """Depthwise (groups == c == oc): channels in blocks of 8, int16 weights [block][tap][8]."""
     c, kh, kw = a["c"], a["kh"], a["kw"]
     taps = kh * kw
@@ -74,25 +74,26 @@ def depthwise_s8(a, w, bias, mult, shift, g):
     rowlen = ((a["ow"] - 1) * a["sw"] + kw) * cp
     band = band_rows(a["oh"], a["sh"], kh, rowlen * 2, PANEL_BYTES)
     if band == 0:
-        return None
-    return "dwconv2d_s8_neon", [
-        a["x"], a["y"], Weight("w16", packed.reshape(-1).astype(np.int16), "int16_t"),
-        Weight("bias", padded(bias.astype(np.int32), cp), "int32_t"),
-        Weight("mult", padded(mult.astype(np.int32), cp), "int32_t"), Weight("rq", requant_table_neon(shift, cp), "int64_t"),
-        a["n"], a["h"], a["wd"], c, a["oh"], a["ow"], kh, kw, a["sh"], a["sw"], a["pt"], a["pl"], band, a["zx"],
-        a["zy"], a["lo"], a["hi"], threads_for(g, a["n"] * a["oh"] * a["ow"] * c * taps)]
+        return Declined("input rows too wide for the stack panel")
+    return kernel(SET, "dwconv2d_s8_neon")(
+        **pick(a, "in out zx zy lo hi " + CONV_GEOMETRY),
+        w=Weight("w16", packed.reshape(-1).astype(np.int16), "int16_t"),
+        bias=Weight("bias", padded(bias.astype(np.int32), cp), "int32_t"),
+        mult=Weight("mult", padded(mult.astype(np.int32), cp), "int32_t"),
+        rq=Weight("rq", requant_table_neon(shift, cp), "int64_t"), band=band,
+        threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * c * taps))
 
 
-def fc_s8(args, node, g):
-    a = unpack(args, FC_ARGS)
-    if a is None:
-        return None
+def fc_s8(c: KernelCall, node, g, options) -> Answer:
+    a = c.args
     w = data(a["w"]).astype(np.int64)  # [n][k]
     bias, mult, shift = data(a["bias"]), data(a["mult"]), data(a["shift"])
     n, k = a["n"], a["k"]
+    if k > FC_K_MAX:
+        return Declined(f"more than {FC_K_MAX} inputs")
     bias_zx = zero_point_bias(bias, w, a["zx"])
-    if k > FC_K_MAX or bias_zx is None:
-        return None
+    if bias_zx is None:
+        return Declined(BIAS_RANGE)
     kp = -(-k // 16) * 16
     packed = []
     for j in range(0, n, 32):
@@ -101,32 +102,29 @@ def fc_s8(args, node, g):
         block[:min(width, n - j), :k] = w[j:j + width]
         packed.append(block.reshape(width, kp // 4, 4).transpose(1, 0, 2).reshape(-1))  # [quad][output][4]
     np4 = -(-n // 4) * 4
-    return "fc_s8_neon", [
-        a["x"], a["y"], Weight("w8", np.concatenate(packed).astype(np.int8), "int8_t"),
-        Weight("bias_zx", padded(bias_zx.astype(np.int32), np4), "int32_t"),
-        Weight("mult", padded(mult.astype(np.int32), np4), "int32_t"), Weight("rq", requant_table_neon(shift, np4), "int64_t"),
-        a["rows"], k, n, kp, a["zy"], a["lo"], a["hi"], threads_for(g, a["rows"] * n * k)]
+    return kernel(SET, "fc_s8_neon")(
+        **pick(a, "in out rows k n zy lo hi"), w=Weight("w8", np.concatenate(packed).astype(np.int8), "int8_t"),
+        bias=Weight("bias_zx", padded(bias_zx.astype(np.int32), np4), "int32_t"),
+        mult=Weight("mult", padded(mult.astype(np.int32), np4), "int32_t"),
+        rq=Weight("rq", requant_table_neon(shift, np4), "int64_t"), kp=kp,
+        threads=threads_for(options, a["rows"] * n * k))
 
 
-def maxpool_s8(args, node, g):
-    if unpack(args, MAXPOOL_ARGS) is None:
-        return None
-    return "maxpool_s8_neon", args
+def maxpool_s8(c: KernelCall, node, g, options) -> Answer:
+    return kernel(SET, "maxpool_s8_neon")(**c.args)
 
 
-def avgpool_s8(args, node, g):
-    if unpack(args, AVGPOOL_ARGS) is None:  # the portable arguments, passed on unchanged
-        return None
-    return "avgpool_s8_neon", args  # (its requantization saturates: no bound needed)
+def avgpool_s8(c: KernelCall, node, g, options) -> Answer:
+    return kernel(SET, "avgpool_s8_neon")(**c.args)  # (its requantization saturates: no bound needed)
 
 
 @register_kernel_set
 class Neon(KernelSet):
-    name = "neon"
-    specialise = by_table({
-        **shared_rules("neon", 4),
+    name = SET
+    rules = {
+        **shared_rules(SET, 4),
         "conv2d_s8": conv_s8,
         "fc_s8": fc_s8,
         "maxpool_s8": maxpool_s8,
         "avgpool_s8": avgpool_s8,
-    })
+    }

@@ -34,7 +34,7 @@ def harness_template(board: Board) -> Path:
 def render_linux_harness(board: Board, out_dir: Path, context: dict[str, Any]) -> list[str]:
     """Render src/harness.c into out_dir and return ["src/harness.c"].
 
-    `context` is what commands.firmware_context builds. Consumed keys:
+    `context` is what project.harness_context builds. Consumed keys:
       name     the C prefix of the model: the harness includes "<name>.h" and calls
                <name>_quantize_input / <name>_run_int8 (int8) or <name>_run (float);
       NAME     the macro prefix: buffers are sized by <NAME>_INPUT_<i>_SIZE / <NAME>_OUTPUT_<i>_SIZE;

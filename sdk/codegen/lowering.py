@@ -6,14 +6,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..boards import Board
-from ..errors import ModelError
 from ..ir import Graph
 from ..ops import get_op
-from ..ops.common import Buf, Weight
 from ..planner import ArenaPlan
+from .kernel_api import Buf, Declined, KernelCall, KernelInterfaceError, Param, Weight
 from .kernel_sets import KERNEL_SETS
 from .kernel_sets_loader import load_all
+from .options import CodegenOptions
 from .sanitize import Namer
 
 TEMPLATES = __import__("pathlib").Path(__file__).resolve().parent.parent / "templates"
@@ -39,6 +38,7 @@ class Call:
     ends_layer: bool = True  # the last call of its layer: where a profiling mark goes
     out_offset: int = 0  # the layer's output in the arena, for debug dumps
     out_bytes: int = 0
+    source: KernelCall | None = None  # the checked call it renders
 
 
 @dataclass
@@ -47,6 +47,8 @@ class Lowered:
     weights: list[WeightArray] = field(default_factory=list)
     kernel_files: dict[str, str] = field(default_factory=dict)  # kernel -> "set/kernel.h"
     layers: list[dict] = field(default_factory=list)
+    fallbacks: list["Fallback"] = field(default_factory=list)
+    plugin_kernels: list[dict] = field(default_factory=list)  # layers whose kernel a plugin provides
 
 
 def c_float(value: float) -> str:
@@ -54,43 +56,91 @@ def c_float(value: float) -> str:
     return float(np.float32(value)).hex() + "f"
 
 
-def select_kernel(kernel: str, args: list, node, g: Graph, board: Board) -> tuple[str, list, str]:
-    """(kernel, arguments, "set/kernel.h") from the board's first kernel set that takes the call."""
+@dataclass
+class Fallback:
+    """A layer left to a slower kernel than its board's sets offer, and why."""
+
+    layer: str
+    op: str
+    kernel: str
+    reason: str
+
+    def as_dict(self) -> dict:
+        return {"layer": self.layer, "op": self.op, "kernel": self.kernel, "reason": self.reason}
+
+
+def select_kernel(c: KernelCall, node, g: Graph, kernel_sets: list[str], options: CodegenOptions,
+                  fallbacks: list[Fallback]) -> list[KernelCall]:
+    """The call(s) of the first set in `kernel_sets` (then portable) that takes `c`; a set
+    that declines says why, in `fallbacks`."""
     load_all()
-    for set_name in list(board.kernels) + ["portable"]:
-        chosen = KERNEL_SETS[set_name].specialise(kernel, args, node, g)
-        if chosen is not None and (TEMPLATES / set_name / f"{chosen[0]}.h").is_file():
-            return chosen[0], chosen[1], f"{set_name}/{chosen[0]}.h"
-    raise ModelError(f"no kernel '{kernel}' for board '{board.name}'")
+    declined = []
+    for set_name in kernel_sets:
+        answer = KERNEL_SETS[set_name].specialise(c, node, g, options)
+        if isinstance(answer, Declined):
+            declined.append(Fallback(node.name, node.op, c.kernel, f"{set_name}: {answer.reason}"))
+        elif answer is not None:
+            return answer if isinstance(answer, list) else [answer]
+    fallbacks.extend(declined)  # only when the portable kernel ends up running it
+    return [c]
 
 
-def lower_graph(g: Graph, plan: ArenaPlan, board: Board, precision: str, prefix: str) -> Lowered:
+def op_calls(node, g: Graph, options: CodegenOptions) -> list[KernelCall]:
+    """What the node's op lowers to, checked: a malformed call names the op and node."""
+    op = get_op(node.op)
+    try:
+        lowered = op.lower(node, g, node.precision or options.precision)
+    except KernelInterfaceError as exc:
+        raise KernelInterfaceError(f"op {node.op} (node '{node.name}'): {exc}") from None
+    return lowered if isinstance(lowered, list) else [lowered]
+
+
+def layer_calls(g: Graph, kernel_sets: list[str], options: CodegenOptions, fallbacks: list[Fallback]):
+    """(index, node, the kernel calls it runs) for every node, None for alias nodes."""
+    for index, node in enumerate(g.nodes):
+        if get_op(node.op).alias:
+            yield index, node, None
+            continue
+        calls = []
+        for portable in op_calls(node, g, options):
+            try:
+                calls += select_kernel(portable, node, g, kernel_sets, options, fallbacks)
+            except KernelInterfaceError as exc:
+                raise KernelInterfaceError(f"op {node.op} (node '{node.name}'): {exc}") from None
+        yield index, node, calls
+
+
+def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: CodegenOptions, prefix: str) -> Lowered:
+    from .kernel_files import plugin_provider  # kernel_files reads TEMPLATES from here
     out = Lowered()
     namer = Namer()
-    for index, node in enumerate(g.nodes):
-        op = get_op(node.op)
-        if op.alias:
+    for index, node, calls in layer_calls(g, kernel_sets, options, out.fallbacks):
+        if calls is None:
             out.layers.append(layer_row(index, node, g, plan, "(alias)", 0, 0))
             continue
-        lowered = op.lower(node, g, node.attrs.get("precision", precision))
-        calls = [lowered] if isinstance(lowered[0], str) else lowered
-        chosen = []
+        if not calls:  # nothing to run (e.g. a copy onto itself)
+            out.layers.append(layer_row(index, node, g, plan, "(none)", 0, 0))
+            continue
         weights_before = len(out.weights)
-        for kernel, args in calls:
-            kernel, args, header = select_kernel(kernel, args, node, g, board)
-            out.kernel_files.setdefault(kernel, header)
-            chosen.append(kernel)
-            rendered = [render_arg(a, g, plan, out, namer, f"{prefix}_l{index}") for a in args]
-            out.calls.append(Call(kernel, rendered, index, ends_layer=False))
+        for c in calls:
+            provider = plugin_provider(c.decl.kernel_set, c.kernel)
+            if provider:
+                out.plugin_kernels.append({"layer": node.name, "op": node.op, "kernel_set": c.decl.kernel_set,
+                                           "kernel": c.kernel, "plugin": provider})
+            out.kernel_files.setdefault(c.kernel, f"{c.decl.kernel_set}/{c.kernel}.h")
+            rendered = [render_arg(c, p, g, plan, out, namer, f"{prefix}_l{index}") for p in c.decl.params]
+            out.calls.append(Call(c.kernel, rendered, index, ends_layer=False, source=c))
         out.calls[-1].ends_layer = True
         out.calls[-1].out_offset = plan.offsets[node.outputs[0]]
         out.calls[-1].out_bytes = g.tensors[node.outputs[0]].nbytes
         weight_bytes = sum(w.nbytes for w in out.weights[weights_before:])
-        out.layers.append(layer_row(index, node, g, plan, chosen[0], len(calls), weight_bytes))
+        out.layers.append(layer_row(index, node, g, plan, calls[0].kernel, len(calls), weight_bytes))
+        providers = sorted({k["plugin"] for k in out.plugin_kernels if k["layer"] == node.name})
+        if providers:  # reports say which layers run a plugin's kernel
+            out.layers[-1]["kernel_plugin"] = ", ".join(providers)
         # the same weights in the portable layout (int8 for int8 layers), before a kernel set
         # re-laid them out (the Cortex-M DSP set widens them to int16): reports show both
-        out.layers[-1]["portable_weight_bytes"] = sum(np.asarray(a.data).nbytes for _, args in calls
-                                                      for a in args if isinstance(a, Weight))
+        out.layers[-1]["portable_weight_bytes"] = weight_bytes_of(op_calls(node, g, options))
     return out
 
 
@@ -106,17 +156,24 @@ def layer_row(index: int, node, g: Graph, plan: ArenaPlan, kernel: str, calls: i
             "zero_point": out.q.scalar()[1] if out.q is not None else None}
 
 
-def render_arg(arg, g: Graph, plan: ArenaPlan, out: Lowered, namer: Namer, hint: str) -> str:
+def weight_bytes_of(calls: list[KernelCall]) -> int:
+    return sum(np.asarray(a.data).nbytes for c in calls for a in c.args.values() if isinstance(a, Weight))
+
+
+def render_arg(c: KernelCall, p: Param, g: Graph, plan: ArenaPlan, out: Lowered, namer: Namer, hint: str) -> str:
+    """One argument as a C expression (pointers into the arena, weight names, literals)."""
+    arg = c.args[p.name]
     if isinstance(arg, Buf):
-        ctype = CTYPES[g.tensors[arg.tensor].dtype]
+        dtype = g.tensors[arg.tensor].dtype
+        if p.ctype not in ("void", CTYPES[dtype]):
+            raise KernelInterfaceError(f"kernel {c.kernel}: {p.name} is {p.ctype} data, tensor '{arg.tensor}' "
+                                       f"is {dtype}")
         qual = "const " if arg.const else ""
-        return f"({qual}{ctype} *)(arena + {plan.offsets[arg.tensor]})"
+        return f"({qual}{CTYPES[dtype]} *)(arena + {plan.offsets[arg.tensor]})"
     if isinstance(arg, Weight):
         name = namer(f"{hint}_{arg.hint}")
         out.weights.append(WeightArray(name, arg.ctype, np.ascontiguousarray(arg.data).reshape(-1)))
         return name
-    if isinstance(arg, (bool, int, np.integer)):
-        return str(int(arg))
-    if isinstance(arg, (float, np.floating)):
+    if p.kind == "float":
         return c_float(float(arg))
-    raise TypeError(f"cannot lower argument {arg!r}")
+    return str(int(arg))

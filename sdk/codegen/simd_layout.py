@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.common import Buf, Weight
+from .kernel_api import Buf, Weight
+from .options import CodegenOptions
 
 INT32_LIMIT = 2**31 - 1
 # A layer is split over threads (--threads N > 1) only from this many multiply-adds: each
@@ -20,24 +21,19 @@ INT32_LIMIT = 2**31 - 1
 THREAD_MIN_MACS = 4 << 20
 
 
-def unpack(args: list[Any], names: str) -> dict[str, Any] | None:
-    """The portable kernel's arguments by name (names: space separated, in order), or None
-    when the call has another argument list (a rule then leaves it to the portable kernel)."""
-    keys = names.split()
-    if len(keys) != len(args):
-        return None
-    return {k: (int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else v)
-            for k, v in zip(keys, args)}
+def pick(args: dict[str, Any], names: str) -> dict[str, Any]:
+    """The named arguments (space separated) of a call, to pass on to another kernel."""
+    return {k: args[k] for k in names.split()}
 
 
 def data(w: Weight) -> np.ndarray:
     return np.asarray(w.data)
 
 
-def threads_for(g, macs: int) -> int:
+def threads_for(options: CodegenOptions, macs: int) -> int:
     """The thread count a layer of `macs` multiply-accumulates gets: the build's --threads
-    (compiler.py stores it on the graph) when the layer is large enough, else 1."""
-    threads = int(getattr(g, "threads", 1) or 1)
+    when the layer is large enough, else 1."""
+    threads = int(options.threads or 1)
     return threads if threads > 1 and macs >= THREAD_MIN_MACS else 1
 
 

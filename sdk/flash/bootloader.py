@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -31,8 +32,7 @@ from typing import Any
 
 import jinja2
 
-from ..boards import Board, get_board
-from ..codegen.firmware import linker_context
+from ..boards import Board, get_board, linker_context
 from ..errors import ToolError, UsageError
 from .image import FlashGeometry
 
@@ -195,14 +195,33 @@ class QemuBootloader:
             self.proc = subprocess.Popen(self.command(self.port), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, start_new_session=True)
             deadline = time.monotonic() + self.start_timeout_s
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                if self._listening():
-                    return self
-                time.sleep(0.02)
+            if self._wait_until_ready(deadline):
+                return self
             last = self._stop_process()
             if "in use" not in last:
                 break
         raise ToolError(f"QEMU did not start the bootloader: {last.strip().splitlines()[-1] if last.strip() else 'no message'}")
+
+    def _wait_until_ready(self, deadline: float) -> bool:
+        """QEMU listens on the port and, where the board file names one ([flash]
+        bootloader_ready), the bootloader has printed its ready line: a signal from the
+        emulated board, so a loaded machine cannot make the first 0x7F race its start-up."""
+        ready = str(_flash_table(self.board).get("bootloader_ready", "")).encode()
+        heard = bytearray()
+        while time.monotonic() < deadline and self.proc is not None and self.proc.poll() is None:
+            if ready and ready not in heard:
+                heard += self._read_stdout(0.02)
+            elif self._listening():
+                return True
+            else:
+                time.sleep(0.02)
+        return False
+
+    def _read_stdout(self, wait_s: float) -> bytes:
+        """What QEMU wrote on its stdout (the guest's semihosting output) within wait_s."""
+        assert self.proc is not None and self.proc.stdout is not None
+        readable, _, _ = select.select([self.proc.stdout], [], [], wait_s)
+        return os.read(self.proc.stdout.fileno(), 4096) if readable else b""
 
     def _listening(self) -> bool:
         # /proc/net/tcp lists listening sockets (state 0A) without connecting to them: a

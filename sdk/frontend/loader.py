@@ -12,6 +12,7 @@ from ..boards import Board
 from ..errors import ModelError, UsageError
 from ..ir import Graph, Node, Tensor
 from ..ops import REGISTRY, supported_ops
+from ..plugins import check_node_types, op_key, unknown_op_message
 from ..profiles import Profile
 from ..quant.qdq_import import has_qdq, import_qdq
 from .safety import CONTROL_FLOW_OPS, check_external_data, first_line, load_external_data, read_model_file
@@ -41,6 +42,7 @@ def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[st
     load_external_data(model, path.parent)
     refuse_control_flow(model, profile)
     refuse_broken_graph(model)
+    refuse_unknown_custom_ops(model)
     try:
         onnx.checker.check_model(model, full_check=True)
     except Exception as exc:
@@ -100,9 +102,18 @@ def refuse_broken_graph(model: onnx.ModelProto) -> None:
         raise ModelError(f"the graph has a cycle: {steps}, which depends on its own output")
 
 
+def refuse_unknown_custom_ops(model: onnx.ModelProto) -> None:
+    """Ops of other domains exist only through plugins (sdk/plugins.py): say how to give one,
+    and check the types the model declares against the plugin's signature."""
+    for node in model.graph.node:
+        if node.domain not in ("", "ai.onnx") and op_key(node.domain, node.op_type) not in REGISTRY:
+            raise ModelError(unknown_op_message(node))
+        check_node_types(model, node)
+
+
 def refuse_unsupported(model: onnx.ModelProto) -> None:
     for node in model.graph.node:
-        if node.domain not in ("", "ai.onnx") or node.op_type not in REGISTRY:
+        if op_key(node.domain, node.op_type) not in REGISTRY:
             raise ModelError(f"node '{node.name or node.op_type}': op '{node.op_type}' is not supported "
                              f"(supported: {', '.join(supported_ops())})")
 
@@ -181,7 +192,7 @@ def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, 
             if inp and inp not in g.tensors and not any(inp in m.output for m in model.graph.node):
                 raise ModelError(f"node '{node_name}' reads tensor '{inp}', which no node, input or "
                                  f"initializer produces")
-        g.nodes.append(Node(n.op_type, node_name, list(n.input), [o for o in n.output], node_attrs(n)))
+        g.nodes.append(Node(op_key(n.domain, n.op_type), node_name, list(n.input), [o for o in n.output], node_attrs(n)))
     g.outputs = [o.name for o in model.graph.output]
     if not g.inputs:
         raise ModelError("the model has no runtime inputs")

@@ -60,8 +60,13 @@ class Node:
     name: str
     inputs: list[str]
     outputs: list[str]
-    attrs: dict[str, Any] = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)  # the ONNX attributes, as the model has them
     q: dict[str, Any] = field(default_factory=dict)  # integer rule constants
+    # What the compiler decided about the node, kept apart from the ONNX attributes:
+    activation: tuple[float, float] | None = None  # a fused clamp (passes/fuse_activation.py)
+    channels_last: bool = False  # NHWC activations (passes/layout.py)
+    precision: str | None = None  # a layer's own precision: "fp32" kept in float, "int16" for 16x8
+    imported_q: dict[str, Any] = field(default_factory=dict)  # QDQ import: {"weight": (q, scale), "bias": ...}
 
 
 class Graph:

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..quant.requant import dequantize, quantize_float
-from .common import Buf, Weight, qparams_of, require
+from ..codegen.kernel_api import call
+from .common import Weight, io_args, qparams_of, require
 from .registry import OpDef, register
 
 ACT_CODES = {"Relu": 0, "Clip": 1, "LeakyRelu": 2, "Sigmoid": 3, "HardSwish": 4, "Tanh": 5}
@@ -49,6 +50,17 @@ def float_function(node: Node, g: Graph) -> Callable[[np.ndarray], np.ndarray]:
     return np.tanh
 
 
+def lookup_table(function: Callable[[np.ndarray], np.ndarray], g: Graph, node: Node) -> np.ndarray:
+    """The int8 rule of a unary element-wise function: f applied (in float64) to each of the
+    256 int8 codes of the node's input, quantized at its output's scale. Indexed by x + 128.
+    Built-in activations and plugin ops without an int8 rule (sdk/plugins.py) share it."""
+    sx, zx = qparams_of(g, node.inputs[0])
+    sy, zy = qparams_of(g, node.outputs[0])
+    codes = np.arange(-128, 128, dtype=np.int32).astype(np.int8)
+    real = np.asarray(function(dequantize(codes, sx, zx).astype(np.float64)), dtype=np.float64)
+    return quantize_float(real.astype(np.float32), sy, zy)
+
+
 def make_activation(op_type: str) -> type[OpDef]:
     class Activation(OpDef):
         summary = "element-wise activation (int8: 256-entry lookup table)"
@@ -65,22 +77,19 @@ def make_activation(op_type: str) -> type[OpDef]:
             return [float_function(node, g)(x).astype(np.float32)]
 
         def quantize(self, node, g):
-            sx, zx = qparams_of(g, node.inputs[0])
-            sy, zy = qparams_of(g, node.outputs[0])
-            codes = np.arange(-128, 128, dtype=np.int32).astype(np.int8)
-            real = float_function(node, g)(dequantize(codes, sx, zx).astype(np.float64))
-            node.q = {"table": quantize_float(real.astype(np.float32), sy, zy)}
+            node.q = {"table": lookup_table(float_function(node, g), g, node)}
 
         def run_int(self, node, g, xs):
             return [node.q["table"][xs[0].astype(np.int32) + 128]]
 
         def lower(self, node, g, precision):
-            io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0]), g.tensors[node.inputs[0]].size]
+            count = g.tensors[node.inputs[0]].size
             if precision == "int8":
-                return "lut_s8", io + [Weight("table", node.q["table"], "int8_t")]
+                return call("lut_s8", **io_args(node), count=count, table=Weight("table", node.q["table"], "int8_t"))
             lo, hi = clip_bounds(node, g) if op_type == "Clip" else (-3.0e38, 3.0e38)
             alpha = float(node.attrs.get("alpha", 0.01))
-            return "activation_f32", io + [ACT_CODES[op_type], alpha, max(lo, -3.0e38), min(hi, 3.0e38)]
+            return call("activation_f32", **io_args(node), count=count, code=ACT_CODES[op_type], alpha=alpha,
+                        lo=max(lo, -3.0e38), hi=min(hi, 3.0e38))
 
     Activation.op_type = op_type
     Activation.__name__ = op_type

@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from ..codegen.kernel_api import Buf, Weight  # noqa: F401  (the kernel interface's argument types)
 from ..errors import ModelError
 from ..ir import Graph, Node, QParams
 from ..quant.requant import INT8_MAX, INT8_MIN
@@ -23,7 +24,7 @@ def per_tensor(scale: float, zero_point: int) -> QParams:
 
 def fused_range(node: Node) -> tuple[float, float]:
     """The float clamp of an activation fused into this node, (-inf, inf) when none."""
-    act = node.attrs.get("activation")
+    act = node.activation
     return (-np.inf, np.inf) if act is None else (float(act[0]), float(act[1]))
 
 
@@ -48,13 +49,18 @@ def fused_int_range(node: Node, scale: float, zero_point: int, lo: int = INT8_MI
 
 def is_wide(node: Node) -> bool:
     """A 16x8 layer: int16 activations in and out, int8 weights."""
-    return node.attrs.get("precision") == "int16"
+    return node.precision == "int16"
 
 
-def float_bounds(node: Node) -> list[float]:
-    """C float literals for a fused activation in float kernels (huge values = none)."""
+def float_bounds(node: Node) -> dict[str, float]:
+    """The lo/hi arguments of float kernels for a fused activation (huge values = none)."""
     lo, hi = fused_range(node)
-    return [max(lo, -3.0e38), min(hi, 3.0e38)]
+    return {"lo": max(lo, -3.0e38), "hi": min(hi, 3.0e38)}
+
+
+def io_args(node: Node, index: int = 0) -> dict[str, Buf]:
+    """The in/out arguments of a kernel that reads input `index` and writes output 0."""
+    return {"in": Buf(node.inputs[index], const=True), "out": Buf(node.outputs[0])}
 
 
 def require(cond: bool, node: Node, message: str) -> None:
@@ -70,23 +76,6 @@ def const_input(g: Graph, node: Node, index: int, what: str) -> np.ndarray:
 
 def optional_input(node: Node, index: int) -> str:
     return node.inputs[index] if index < len(node.inputs) else ""
-
-
-class Buf:
-    """A C argument that points into the arena at a tensor's planned offset."""
-
-    def __init__(self, tensor: str, const: bool = False) -> None:
-        self.tensor = tensor
-        self.const = const
-
-
-class Weight:
-    """A C argument that is a constant array, emitted into the weights file."""
-
-    def __init__(self, hint: str, data: np.ndarray, ctype: str) -> None:
-        self.hint = hint
-        self.data = data
-        self.ctype = ctype
 
 
 Arg = Any  # int | float | Buf | Weight

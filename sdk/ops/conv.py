@@ -12,7 +12,8 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..quant.requant import INT16_MAX, INT16_MIN, clamp_to, quantize_multipliers, requant
-from .common import (Buf, Weight, apply_fused_float, const_input, float_bounds, fused_int_range, is_wide,
+from ..codegen.kernel_api import call
+from .common import (Weight, apply_fused_float, const_input, float_bounds, fused_int_range, io_args, is_wide,
                      optional_input, qparams_of, require)
 from .registry import OpDef, register
 
@@ -80,7 +81,7 @@ def from_nchw(x: np.ndarray, channels_last: bool) -> np.ndarray:
 class Conv(OpDef):
     op_type = "Conv"
     summary = "2-D convolution: groups (depthwise), strides, dilations, asymmetric pads, auto_pad"
-    defaults = {"group": 1, "auto_pad": "NOTSET", "channels_last": 0}
+    defaults = {"group": 1, "auto_pad": "NOTSET"}
 
     def check(self, node: Node, g: Graph) -> None:
         w = const_input(g, node, 1, "the weight")
@@ -89,17 +90,17 @@ class Conv(OpDef):
         if optional_input(node, 2):
             const_input(g, node, 2, "the bias")
         group = self.attr(node, "group")
-        _, c, _, _ = spatial_dims(g.tensors[node.inputs[0]].shape, bool(self.attr(node, "channels_last")))
+        _, c, _, _ = spatial_dims(g.tensors[node.inputs[0]].shape, node.channels_last)
         require(c == w.shape[1] * group, node, f"input channels {c} != weight {w.shape[1]} x group {group}")
         require(w.shape[0] % group == 0, node, "output channels must divide by group")
 
     def geometry(self, node: Node, g: Graph) -> dict:
-        last = bool(self.attr(node, "channels_last"))
+        last = node.channels_last
         _, _, h, w = spatial_dims(g.tensors[node.inputs[0]].shape, last)
         return conv_geometry(node, (h, w), g.const(node.inputs[1]).shape[2:])
 
     def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
-        last = bool(self.attr(node, "channels_last"))
+        last = node.channels_last
         n = g.tensors[node.inputs[0]].shape[0]
         oc = g.const(node.inputs[1]).shape[0]
         oh, ow = self.geometry(node, g)["out"]
@@ -111,7 +112,7 @@ class Conv(OpDef):
         return g.tensors[node.outputs[0]].size * int(np.prod(w.shape[1:]))
 
     def run_float(self, node, g, xs):
-        last = bool(self.attr(node, "channels_last"))
+        last = node.channels_last
         w = g.const(node.inputs[1]).astype(np.float64)
         y = conv_nchw(to_nchw(xs[0], last).astype(np.float64), w, self.geometry(node, g), self.attr(node, "group"))
         if optional_input(node, 2):
@@ -122,7 +123,7 @@ class Conv(OpDef):
         quantize_weighted(node, g, axis=0)
 
     def run_int(self, node, g, xs):
-        last = bool(self.attr(node, "channels_last"))
+        last = node.channels_last
         q = node.q
         x = to_nchw(xs[0], last).astype(np.int64) - q["zx"]
         acc = conv_nchw(x, q["w"].astype(np.int64), self.geometry(node, g), self.attr(node, "group"))
@@ -131,26 +132,26 @@ class Conv(OpDef):
         return [from_nchw(clamp_to(y, q["act_min"], q["act_max"], q["dtype"]), last)]
 
     def lower(self, node, g, precision):
-        require(bool(self.attr(node, "channels_last")), node, "code generation needs the channels-last layout")
+        require(node.channels_last, node, "code generation needs the channels-last layout")
         n, h, w, c = g.tensors[node.inputs[0]].shape
         _, oh, ow, oc = g.tensors[node.outputs[0]].shape
         geo = self.geometry(node, g)
         kh, kw = g.const(node.inputs[1]).shape[2:]
-        dims = [n, h, w, c, oh, ow, oc, kh, kw, *geo["strides"], geo["pads"][0], geo["pads"][1], *geo["dilations"],
-                self.attr(node, "group")]
-        io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0])]
+        (sh, sw), (dh, dw), pads = geo["strides"], geo["dilations"], geo["pads"]
+        dims = dict(n=n, h=h, wd=w, c=c, oh=oh, ow=ow, oc=oc, kh=kh, kw=kw, sh=sh, sw=sw, pt=pads[0], pl=pads[1],
+                    dh=dh, dw=dw, groups=self.attr(node, "group"))
         if precision in ("int8", "int16"):
             q = node.q
             wide = precision == "int16"
-            weights = [Weight("w", q["w"].transpose(0, 2, 3, 1), "int8_t"),
-                       Weight("bias", q["bias"], "int64_t" if wide else "int32_t"),
-                       Weight("mult", q["mult"], "int32_t"), Weight("shift", q["shift"], "int32_t")]
-            return ("conv2d_s16" if wide else "conv2d_s8"), io + weights + dims + [q["zx"], q["zy"], q["act_min"],
-                                                                                    q["act_max"]]
+            return call("conv2d_s16" if wide else "conv2d_s8", **io_args(node), **dims,
+                        w=Weight("w", q["w"].transpose(0, 2, 3, 1), "int8_t"),
+                        bias=Weight("bias", q["bias"], "int64_t" if wide else "int32_t"),
+                        mult=Weight("mult", q["mult"], "int32_t"), shift=Weight("shift", q["shift"], "int32_t"),
+                        zx=q["zx"], zy=q["zy"], lo=q["act_min"], hi=q["act_max"])
         wf = g.const(node.inputs[1]).astype(np.float32).transpose(0, 2, 3, 1)
         bias = g.const(node.inputs[2]) if optional_input(node, 2) else np.zeros(oc)
-        weights = [Weight("w", wf, "float"), Weight("bias", bias.astype(np.float32), "float")]
-        return "conv2d_f32", io + weights + dims + float_bounds(node)
+        return call("conv2d_f32", **io_args(node), **dims, **float_bounds(node), w=Weight("w", wf, "float"),
+                    bias=Weight("bias", bias.astype(np.float32), "float"))
 
 
 def symmetric_per_channel(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
@@ -168,14 +169,14 @@ def quantize_weighted(node: Node, g: Graph, axis: int) -> None:
     """The int8 rule of Conv, Gemm and MatMul: per-channel weights, int32 bias, requant.
 
     `axis` is the output-channel axis of the weight as stored in the graph. A QDQ model
-    brings its own int8 weights and scales in node.attrs["qweight"]; otherwise they are
+    brings its own int8 weights and scales in node.imported_q["weight"]; otherwise they are
     computed here.
     """
     sx, zx = qparams_of(g, node.inputs[0])
     sy, zy = qparams_of(g, node.outputs[0])
     correction = 0.0
-    if "qweight" in node.attrs:
-        wq, sw = node.attrs["qweight"]
+    if "weight" in node.imported_q:
+        wq, sw = node.imported_q["weight"]
     else:
         w = g.const(node.inputs[1])
         wq, sw = symmetric_per_channel(w, axis)
@@ -183,7 +184,7 @@ def quantize_weighted(node: Node, g: Graph, axis: int) -> None:
     channels = wq.shape[axis]
     sw = np.broadcast_to(np.asarray(sw, dtype=np.float32), (channels,))
     bias_scale = np.float64(sx) * sw.astype(np.float64)
-    imported = node.attrs.get("qbias")
+    imported = node.imported_q.get("bias")
     if imported is not None and np.allclose(imported[1], bias_scale, rtol=1e-5):
         bias = imported[0]
     else:

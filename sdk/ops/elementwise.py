@@ -11,6 +11,7 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..quant.requant import add_multipliers, add_rule, clamp_int8, quantize_multiplier, requant
+from ..codegen.kernel_api import call
 from .common import Buf, Weight, apply_fused_float, float_bounds, fused_int_range, qparams_of, require
 from .registry import OpDef, register
 
@@ -65,7 +66,9 @@ class Binary(OpDef):
     def int_inputs(self, node: Node, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [x if node.q["const"][i] is None else node.q["const"][i] for i, x in enumerate(xs)]
 
-    def lower_io(self, node: Node, g: Graph, precision: str) -> list:
+    def lower_io(self, node: Node, g: Graph, precision: str) -> dict:
+        """a, b, out and the broadcast geometry: 4-D output dims d0..d3 and each operand's
+        element strides sa0..sa3, sb0..sb3 (0 along a broadcast axis)."""
         args = []
         for i, name in enumerate(node.inputs):
             t = g.tensors[name]
@@ -78,7 +81,10 @@ class Binary(OpDef):
         out = g.tensors[node.outputs[0]].shape
         dims = list((1,) * (MAX_RANK - len(out)) + tuple(out))
         strides = [s for name in node.inputs for s in broadcast_strides(g.tensors[name].shape, out)]
-        return args + [Buf(node.outputs[0])] + dims + strides
+        geometry = {f"d{i}": d for i, d in enumerate(dims)}
+        geometry.update({f"s{ab}{i}": s for ab, chunk in zip("ab", (strides[:MAX_RANK], strides[MAX_RANK:]))
+                         for i, s in enumerate(chunk)})
+        return {"a": args[0], "b": args[1], "out": Buf(node.outputs[0]), **geometry}
 
 
 @register
@@ -107,8 +113,9 @@ class Add(Binary):
         io = self.lower_io(node, g, precision)
         if precision == "int8":
             q = node.q
-            return "add_s8", io + [q["za"], q["zb"], q["ma"], q["mb"], q["shift"], q["zy"], q["act_min"], q["act_max"]]
-        return "add_f32", io + float_bounds(node)
+            return call("add_s8", **io, za=q["za"], zb=q["zb"], ma=q["ma"], mb=q["mb"], shift=q["shift"], zy=q["zy"],
+                        lo=q["act_min"], hi=q["act_max"])
+        return call("add_f32", **io, **float_bounds(node))
 
 
 @register
@@ -137,5 +144,6 @@ class Mul(Binary):
         io = self.lower_io(node, g, precision)
         if precision == "int8":
             q = node.q
-            return "mul_s8", io + [q["za"], q["zb"], q["mult"], q["shift"], q["zy"], q["act_min"], q["act_max"]]
-        return "mul_f32", io + float_bounds(node)
+            return call("mul_s8", **io, za=q["za"], zb=q["zb"], mult=q["mult"], shift=q["shift"], zy=q["zy"],
+                        lo=q["act_min"], hi=q["act_max"])
+        return call("mul_f32", **io, **float_bounds(node))

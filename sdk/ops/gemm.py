@@ -10,7 +10,8 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..quant.requant import clamp_to, requant
-from .common import Buf, Weight, apply_fused_float, const_input, float_bounds, optional_input, require
+from ..codegen.kernel_api import call
+from .common import Weight, apply_fused_float, const_input, float_bounds, io_args, optional_input, require
 from .conv import quantize_weighted
 from .registry import OpDef, register
 
@@ -58,18 +59,18 @@ class FullyConnected(OpDef):
 
     def lower(self, node, g, precision):
         rows, k = self.rows_k(node, g)
-        io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0])]
         if precision in ("int8", "int16"):
             q = node.q
             wide = precision == "int16"
             w = np.ascontiguousarray(self.weight_nk(node, q["w"]))
-            weights = [Weight("w", w, "int8_t"), Weight("bias", q["bias"], "int64_t" if wide else "int32_t"),
-                       Weight("mult", q["mult"], "int32_t"), Weight("shift", q["shift"], "int32_t")]
-            return ("fc_s16" if wide else "fc_s8"), io + weights + [rows, k, w.shape[0], q["zx"], q["zy"],
-                                                                    q["act_min"], q["act_max"]]
+            return call("fc_s16" if wide else "fc_s8", **io_args(node), w=Weight("w", w, "int8_t"),
+                        bias=Weight("bias", q["bias"], "int64_t" if wide else "int32_t"),
+                        mult=Weight("mult", q["mult"], "int32_t"), shift=Weight("shift", q["shift"], "int32_t"),
+                        rows=rows, k=k, n=w.shape[0], zx=q["zx"], zy=q["zy"], lo=q["act_min"], hi=q["act_max"])
         w, b = self.float_weight_bias(node, g)
-        weights = [Weight("w", w.astype(np.float32), "float"), Weight("bias", b.astype(np.float32), "float")]
-        return "fc_f32", io + weights + [rows, k, w.shape[0]] + float_bounds(node)
+        return call("fc_f32", **io_args(node), w=Weight("w", w.astype(np.float32), "float"),
+                    bias=Weight("bias", b.astype(np.float32), "float"), rows=rows, k=k, n=w.shape[0],
+                    **float_bounds(node))
 
 
 @register

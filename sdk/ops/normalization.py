@@ -18,7 +18,7 @@ def bn_affine(scale, bias, mean, var, eps) -> tuple[np.ndarray, np.ndarray]:
 class BatchNormalization(OpDef):
     op_type = "BatchNormalization"
     summary = "inference batch norm with constant statistics (folded into Conv)"
-    defaults = {"epsilon": 1e-5, "channels_last": 0}
+    defaults = {"epsilon": 1e-5}
 
     def check(self, node, g):
         for i in range(1, 5):
@@ -35,5 +35,5 @@ class BatchNormalization(OpDef):
         a, b = self.params(node, g)
         x = xs[0]
         shape = [1] * x.ndim
-        shape[-1 if self.attr(node, "channels_last") else 1] = -1
+        shape[-1 if node.channels_last else 1] = -1
         return [(x * a.reshape(shape) + b.reshape(shape)).astype(np.float32)]

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..quant.requant import clamp_int8, quantize_multipliers, requant
-from .common import Buf, Weight, qparams_of, require
+from ..codegen.kernel_api import call
+from .common import Weight, io_args, qparams_of, require
 from .conv import from_nchw, patches, spatial_dims, to_nchw
 from .registry import OpDef, register
 
@@ -44,7 +45,7 @@ def pool_geometry(node: Node, in_hw: tuple[int, int], kernel: tuple[int, int]) -
 
 
 class Pool(OpDef):
-    defaults = {"channels_last": 0, "auto_pad": "NOTSET", "ceil_mode": 0, "count_include_pad": 0}
+    defaults = {"auto_pad": "NOTSET", "ceil_mode": 0, "count_include_pad": 0}
     is_global = False
 
     def kernel(self, node: Node, g: Graph) -> tuple[int, int]:
@@ -54,7 +55,7 @@ class Pool(OpDef):
         return tuple(node.attrs["kernel_shape"])
 
     def dims(self, node: Node, g: Graph) -> tuple[int, int, int, int]:
-        return spatial_dims(g.tensors[node.inputs[0]].shape, bool(self.attr(node, "channels_last")))
+        return spatial_dims(g.tensors[node.inputs[0]].shape, node.channels_last)
 
     def geometry(self, node: Node, g: Graph) -> dict:
         _, _, h, w = self.dims(node, g)
@@ -73,7 +74,7 @@ class Pool(OpDef):
         n, c, _, _ = self.dims(node, g)
         oh, ow = self.geometry(node, g)["out"]
         require(oh > 0 and ow > 0, node, "output is empty")
-        return [(n, oh, ow, c) if self.attr(node, "channels_last") else (n, c, oh, ow)]
+        return [(n, oh, ow, c) if node.channels_last else (n, c, oh, ow)]
 
     def windows(self, node: Node, g: Graph, x_nchw: np.ndarray, pad_value) -> np.ndarray:
         geo = self.geometry(node, g)
@@ -95,11 +96,12 @@ class Pool(OpDef):
         win = patches(inside, self.kernel(node, g), geo["strides"], [1, 1], pads, self.geometry(node, g)["out"], 0)
         return win.sum(axis=(2, 3))[0, 0].astype(np.int64)
 
-    def lower_dims(self, node: Node, g: Graph) -> list[int]:
+    def lower_dims(self, node: Node, g: Graph) -> dict[str, int]:
         n, c, h, w = self.dims(node, g)
         geo = self.geometry(node, g)
         kh, kw = self.kernel(node, g)
-        return [n, h, w, c, *geo["out"], kh, kw, *geo["strides"], *geo["pads"]]
+        (oh, ow), (sh, sw), (pt, pl, pb, pr) = geo["out"], geo["strides"], geo["pads"]
+        return dict(n=n, h=h, w=w, c=c, oh=oh, ow=ow, kh=kh, kw=kw, sh=sh, sw=sw, pt=pt, pl=pl, pb=pb, pr=pr)
 
 
 @register
@@ -109,25 +111,24 @@ class MaxPool(Pool):
     output_qparams = "same"
 
     def run_float(self, node, g, xs):
-        last = bool(self.attr(node, "channels_last"))
+        last = node.channels_last
         y = self.windows(node, g, to_nchw(xs[0], last).astype(np.float32), -np.inf).max(axis=(2, 3))
         return [from_nchw(y, last)]
 
     def run_int(self, node, g, xs):
-        last = bool(self.attr(node, "channels_last"))
+        last = node.channels_last
         # pad with -128, as the C kernel starts its max: a window that is all padding
         # (pads >= kernel) gives -128 there, not -32768 wrapped to 0 by the int8 cast
         y = self.windows(node, g, to_nchw(xs[0], last).astype(np.int16), -128).max(axis=(2, 3))
         return [from_nchw(y.astype(np.int8), last)]
 
     def lower(self, node, g, precision):
-        io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0])]
-        return ("maxpool_s8" if precision == "int8" else "maxpool_f32"), io + self.lower_dims(node, g)
+        return call("maxpool_s8" if precision == "int8" else "maxpool_f32", **io_args(node), **self.lower_dims(node, g))
 
 
 class AveragePoolBase(Pool):
     def run_float(self, node, g, xs):
-        last = bool(self.attr(node, "channels_last"))
+        last = node.channels_last
         s = self.windows(node, g, to_nchw(xs[0], last).astype(np.float64), 0.0).sum(axis=(2, 3))
         return [from_nchw((s / self.counts(node, g)).astype(np.float32), last)]
 
@@ -140,7 +141,7 @@ class AveragePoolBase(Pool):
         node.q = {"zx": zx, "zy": zy, "mult": mult, "shift": shift}
 
     def run_int(self, node, g, xs):
-        last = bool(self.attr(node, "channels_last"))
+        last = node.channels_last
         q = node.q
         x = to_nchw(xs[0], last).astype(np.int64) - q["zx"]
         acc = self.windows(node, g, x, 0).sum(axis=(2, 3))
@@ -149,13 +150,12 @@ class AveragePoolBase(Pool):
         return [from_nchw(clamp_int8(y), last)]
 
     def lower(self, node, g, precision):
-        io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0])]
-        dims = self.lower_dims(node, g) + [int(self.attr(node, "count_include_pad"))]
+        dims = dict(self.lower_dims(node, g), include_pad=int(self.attr(node, "count_include_pad")))
         if precision == "int8":
             q = node.q
-            return "avgpool_s8", io + dims + [q["zx"], q["zy"], Weight("mult", q["mult"], "int32_t"),
-                                              Weight("shift", q["shift"], "int32_t")]
-        return "avgpool_f32", io + dims
+            return call("avgpool_s8", **io_args(node), **dims, zx=q["zx"], zy=q["zy"],
+                        mult=Weight("mult", q["mult"], "int32_t"), shift=Weight("shift", q["shift"], "int32_t"))
+        return call("avgpool_f32", **io_args(node), **dims)
 
 
 @register

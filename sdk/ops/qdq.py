@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..quant.requant import INT16_MAX, INT16_MIN, clamp_to, dequantize, quantize_float, quantize_multiplier, requant
-from .common import Buf, require
+from ..codegen.kernel_api import call
+from .common import io_args, require
 from .registry import OpDef, register
 
 
@@ -96,8 +97,8 @@ class _Quantize(Conversion):
         return [quantize_float(xs[0], node.q["scale"], node.q["zp"])]
 
     def lower(self, node, g, precision):
-        return "quantize_f32_s8", [Buf(node.inputs[0], const=True), Buf(node.outputs[0]),
-                                   g.tensors[node.inputs[0]].size, node.q["scale"], node.q["zp"]]
+        return call("quantize_f32_s8", **io_args(node), count=g.tensors[node.inputs[0]].size, scale=node.q["scale"],
+                    zp=node.q["zp"])
 
 
 @register
@@ -112,8 +113,8 @@ class _Dequantize(Conversion):
         return [dequantize(xs[0], node.q["scale"], node.q["zp"])]
 
     def lower(self, node, g, precision):
-        return "dequantize_s8_f32", [Buf(node.inputs[0], const=True), Buf(node.outputs[0]),
-                                     g.tensors[node.inputs[0]].size, node.q["scale"], node.q["zp"]]
+        return call("dequantize_s8_f32", **io_args(node), count=g.tensors[node.inputs[0]].size,
+                    scale=node.q["scale"], zp=node.q["zp"])
 
 
 @register
@@ -147,5 +148,5 @@ class _Requant(OpDef):
     def lower(self, node, g, precision):
         q = node.q
         kernel = "requant_s8_s16" if q["dtype"] == "int16" else "requant_s16_s8"
-        return kernel, [Buf(node.inputs[0], const=True), Buf(node.outputs[0]), g.tensors[node.inputs[0]].size,
-                        q["zx"], q["zy"], q["mult"], q["shift"]]
+        return call(kernel, **io_args(node), count=g.tensors[node.inputs[0]].size, zx=q["zx"], zy=q["zy"],
+                    mult=q["mult"], shift=q["shift"])

@@ -1,7 +1,7 @@
 """The op registry: every supported ONNX op is registered exactly once, by its family module."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -64,12 +64,6 @@ def register(cls: type[OpDef]) -> type[OpDef]:
         raise RuntimeError(f"op {cls.op_type} registered twice")
     REGISTRY[cls.op_type] = cls()
     return cls
-
-
-def register_all(op_types: list[str], make: Callable[[str], type[OpDef]]) -> None:
-    """Register a family of near-identical ops (e.g. the unary activations) by name."""
-    for t in op_types:
-        register(make(t))
 
 
 def get_op(op_type: str) -> OpDef:

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..quant.requant import clamp_int8, quantize_float, quantize_multiplier, requant
-from .common import Buf, Weight, qparams_of, require
+from ..codegen.kernel_api import call
+from .common import io_args, qparams_of, require
 from .registry import OpDef, register
 
 MAX_RANK = 4
@@ -38,7 +39,7 @@ class Alias(OpDef):
         return [xs[0].reshape(g.tensors[node.outputs[0]].shape)]
 
     def lower(self, node, g, precision):
-        return "copy", [Buf(node.inputs[0], const=True), Buf(node.outputs[0]), g.tensors[node.inputs[0]].nbytes]
+        return call("copy", **io_args(node), nbytes=g.tensors[node.inputs[0]].nbytes)
 
 
 @register
@@ -127,13 +128,14 @@ class Dropout(Alias):
         return [g.tensors[node.inputs[0]].shape]
 
 
-def transpose_args(in_shape: tuple[int, ...], perm: list[int]) -> list[int]:
-    """4-D output dims and the input element strides to read them (ranks below 4 padded)."""
+def transpose_args(in_shape: tuple[int, ...], perm: list[int]) -> dict[str, int]:
+    """4-D output dims o0..o3 and the input element strides s0..s3 to read them (ranks
+    below 4 padded)."""
     pad = MAX_RANK - len(in_shape)
     shape = (1,) * pad + tuple(in_shape)
     perm4 = list(range(pad)) + [p + pad for p in perm]
     strides = [int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(MAX_RANK)]
-    return [shape[p] for p in perm4] + [strides[p] for p in perm4]
+    return {**{f"o{i}": shape[p] for i, p in enumerate(perm4)}, **{f"s{i}": strides[p] for i, p in enumerate(perm4)}}
 
 
 @register
@@ -163,7 +165,7 @@ class Transpose(OpDef):
     def lower(self, node, g, precision):
         args = transpose_args(g.tensors[node.inputs[0]].shape, self.perm(node, g))
         kernel = "transpose_s8" if precision == "int8" else "transpose_f32"
-        return kernel, [Buf(node.inputs[0], const=True), Buf(node.outputs[0])] + args
+        return call(kernel, **io_args(node), **args)
 
 
 @register
@@ -217,12 +219,12 @@ class Concat(OpDef):
         calls, offset = [], 0
         for i, name in enumerate(node.inputs):
             chunk = g.tensors[name].shape[axis] * inner
-            io = [Buf(name, const=True), Buf(node.outputs[0]), offset, outer, chunk, out_shape[axis] * inner]
+            io = dict(io_args(node, i), offset=offset, outer=outer, chunk=chunk, out_stride=out_shape[axis] * inner)
             if precision == "int8":
                 p = node.q["parts"][i]
-                calls.append(("concat_s8", io + [p["zx"], node.q["zy"], p["mult"], p["shift"]]))
+                calls.append(call("concat_s8", **io, zx=p["zx"], zy=node.q["zy"], mult=p["mult"], shift=p["shift"]))
             else:
-                calls.append(("concat_f32", io))
+                calls.append(call("concat_f32", **io))
             offset += chunk
         return calls
 
@@ -283,10 +285,11 @@ class Pad(OpDef):
         shape4 = [1] * lead + list(src)
         before = [0] * lead + [p[0] for p in self.np_pads(node, g)]
         out4 = [1] * lead + list(g.tensors[node.outputs[0]].shape)
-        io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0])] + shape4 + out4 + before
+        geometry = {f"{key}{i}": v for key, values in (("i", shape4), ("o", out4), ("b", before))
+                    for i, v in enumerate(values)}
         if precision == "int8":
-            return "pad_s8", io + [node.q["value"]]
-        return "pad_f32", io + [self.pads_value(node, g)[1]]
+            return call("pad_s8", **io_args(node), **geometry, value=node.q["value"])
+        return call("pad_f32", **io_args(node), **geometry, value=self.pads_value(node, g)[1])
 
 
 @register

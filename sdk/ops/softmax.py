@@ -12,7 +12,8 @@ import numpy as np
 
 from ..ir import QParams
 from ..quant.requant import clamp_int8
-from .common import Buf, Weight, per_tensor, qparams_of, require
+from ..codegen.kernel_api import call
+from .common import Weight, io_args, per_tensor, qparams_of, require
 from .registry import OpDef, register
 
 EXP_ONE = 1 << 16
@@ -53,7 +54,7 @@ class Softmax(OpDef):
     def lower(self, node, g, precision):
         shape = g.tensors[node.inputs[0]].shape
         cols = shape[-1]
-        io = [Buf(node.inputs[0], const=True), Buf(node.outputs[0]), int(np.prod(shape)) // cols, cols]
+        io = dict(io_args(node), rows=int(np.prod(shape)) // cols, cols=cols)
         if precision == "int8":
-            return "softmax_s8", io + [Weight("exp", node.q["table"], "int32_t")]
-        return "softmax_f32", io
+            return call("softmax_s8", **io, exp_table=Weight("exp", node.q["table"], "int32_t"))
+        return call("softmax_f32", **io)

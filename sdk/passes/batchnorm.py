@@ -14,7 +14,7 @@ def fold_batchnorm(g: Graph) -> None:
         a, b = bn_affine(*(g.const(bn.inputs[i]) for i in range(1, 5)), float(bn.attrs.get("epsilon", 1e-5)))
         conv = g.producer(bn.inputs[0])
         if conv is not None and conv.op == "Conv" and len(g.consumers(conv.outputs[0])) == 1 \
-                and "activation" not in conv.attrs and bn.inputs[0] not in g.outputs:
+                and conv.activation is None and bn.inputs[0] not in g.outputs:
             fold_into_conv(g, conv, bn, a, b)
         else:
             replace_with_depthwise(g, bn, a, b)

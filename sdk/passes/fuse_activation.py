@@ -13,12 +13,12 @@ FUSABLE_PRODUCERS = {"Conv", "Gemm", "MatMul", "Add"}
 def fuse_activations(g: Graph) -> None:
     for act in [n for n in g.nodes if n.op in ("Relu", "Clip")]:
         producer = g.producer(act.inputs[0])
-        if producer is None or producer.op not in FUSABLE_PRODUCERS or "activation" in producer.attrs:
+        if producer is None or producer.op not in FUSABLE_PRODUCERS or producer.activation is not None:
             continue
         if len(g.consumers(act.inputs[0])) != 1 or act.inputs[0] in g.outputs:
             continue
         bounds = (0.0, np.inf) if act.op == "Relu" else clip_bounds(act, g)
-        producer.attrs["activation"] = bounds
+        producer.activation = bounds
         # the fused op now writes the activated values: give it the activation's output
         # tensor (its name and, for QDQ models, its quantization) so names keep meaning
         g.nodes.remove(act)

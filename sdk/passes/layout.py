@@ -24,7 +24,7 @@ BINARY = {"Add", "Mul"}
 
 
 def to_channels_last(g: Graph) -> None:
-    for node in [n for n in g.nodes if n.op in SPATIAL and not n.attrs.get("channels_last")]:
+    for node in [n for n in g.nodes if n.op in SPATIAL and not n.channels_last]:
         if len(g.tensors[node.inputs[0]].shape) == 4:
             wrap_in_transposes(g, node)
     while any(simplify(g, node) for node in list(g.nodes) if node in g.nodes):
@@ -77,7 +77,7 @@ def wrap_in_transposes(g: Graph, node: Node) -> None:
     g.nodes.insert(at, transpose_node(g, x, x_nhwc, TO_NHWC))
     g.nodes.insert(at + 2, transpose_node(g, y_nhwc, y, TO_NCHW))
     node.inputs[0], node.outputs[0] = x_nhwc, y_nhwc
-    node.attrs["channels_last"] = 1
+    node.channels_last = True
 
 
 def simplify(g: Graph, node: Node) -> bool:

@@ -32,7 +32,7 @@ def widen_layers(g: Graph, names: set[str], observer: RangeObserver | None) -> s
     for node in [n for n in g.nodes if n.name in names]:
         if node.op not in WIDENABLE:
             raise UsageError(f"layer '{node.name}' ({node.op}) cannot be int16: only {', '.join(sorted(WIDENABLE))}")
-        node.attrs["precision"] = "int16"
+        node.precision = "int16"
         x = node.inputs[0]
         producer = g.producer(x)
         if producer is not None and producer.op == "_Requant" and producer.inputs[0] in wide:

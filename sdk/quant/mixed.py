@@ -11,7 +11,7 @@ def keep_in_float(g: Graph, names: set[str]) -> set[str]:
     Runs after quantization parameters are assigned and before ops compute constants."""
     float_tensors: set[str] = set()
     for node in [n for n in g.nodes if n.name in names]:
-        node.attrs["precision"] = "fp32"
+        node.precision = "fp32"
         for i, name in enumerate(node.inputs):
             t = g.tensors.get(name) if name else None
             if t is None or t.is_const or name in float_tensors:

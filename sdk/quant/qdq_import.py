@@ -77,6 +77,6 @@ def import_constant(g: Graph, dq: Node) -> None:
         if WEIGHTED.get(consumer.op) == index and raw.dtype in (np.int8, np.uint8):
             q8, zp8 = to_int8(raw, zp, dtype)
             if np.all(zp8 == 0) and int(np.abs(q8.astype(np.int32)).max(initial=0)) <= 127:
-                consumer.attrs["qweight"] = (q8, scale.reshape(-1))
+                consumer.imported_q["weight"] = (q8, scale.reshape(-1))
         elif index == 2 and consumer.op in WEIGHTED and raw.dtype == np.int32 and np.all(zp == 0):
-            consumer.attrs["qbias"] = (raw.astype(np.int64), scale.reshape(-1))
+            consumer.imported_q["bias"] = (raw.astype(np.int64), scale.reshape(-1))

@@ -70,7 +70,7 @@ def quantize_graph(g: Graph, observer: RangeObserver | None, keep_float: set[str
     float_tensors = keep_in_float(g, set(keep_float)) if keep_float else set()
     wide_tensors = widen_layers(g, set(int16), observer) if int16 else set()
     for node in g.nodes:
-        if node.attrs.get("precision") != "fp32":
+        if node.precision != "fp32":
             quantize_node(node, g)
     for t in g.activations():
         t.dtype = "float32" if t.name in float_tensors else "int16" if t.name in wide_tensors else "int8"

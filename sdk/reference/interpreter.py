@@ -48,7 +48,7 @@ def run_int(g: Graph, feeds: dict[str, np.ndarray], keep_all: bool = False) -> d
     """Feeds and results are int8 arrays of a quantized graph (layers kept in float run in float)."""
     def step(node, xs):
         op = get_op(node.op)
-        return op.run_float(node, g, xs) if node.attrs.get("precision") == "fp32" else op.run_int(node, g, xs)
+        return op.run_float(node, g, xs) if node.precision == "fp32" else op.run_int(node, g, xs)
     return _run(g, feeds, step, keep_all)
 
 

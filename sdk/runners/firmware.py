@@ -1,5 +1,5 @@
 """Run firmware built for a QEMU board: samples in, outputs and instruction counts out,
-and the per-layer profile (DESIGN 4.5) that `run --json` reports."""
+and the per-layer profile (docs/internals.md, instruction counts) that `run --json` reports."""
 from __future__ import annotations
 
 import numpy as np

@@ -10,7 +10,7 @@
  * emulation of the driver API that tests the CUDA backend where no GPU is present
  * (cuvil_sdk/codegen/cuda_emulator.py).
  *
- * int8 arithmetic is the portable kernels' exactly (DESIGN 4.4): int32 accumulation, the
+ * int8 arithmetic is the portable kernels' exactly (docs/internals.md, numerics): int32 accumulation, the
  * 64-bit requantization below, the int32 Add rule, tables for the rest. */
 #include <stdint.h>
 #include <math.h>

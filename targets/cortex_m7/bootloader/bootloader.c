@@ -25,6 +25,7 @@
  * bytes (its interrupt wakes the core but is never taken). */
 #include <stdint.h>
 
+#include "semihost.h"
 #include "uart.h"
 
 #if !defined(BL_UART_BASE) || !defined(BL_FLASH_START) || !defined(BL_APP_START) || !defined(BL_FLASH_END) || \
@@ -366,12 +367,23 @@ static void cmd_go(void)
     start_application(address);
 }
 
+/* One line on the emulator's standard output (semihosting) once the receiver is on: whoever
+ * started the emulated board waits for it instead of guessing how long start-up takes
+ * (board file: [flash] bootloader_ready). This firmware only ever runs under QEMU. */
+static void announce_ready(void)
+{
+    static const char ready[] = "cuvil-bootloader: ready\n";
+    int out = sh_open(":tt", 4); /* ":tt" opened for writing is the host's stdout */
+    if (out >= 0) (void)sh_write(out, ready, sizeof ready - 1);
+}
+
 int main(void)
 {
     __asm__ volatile("cpsid i" ::: "memory"); /* interrupts wake WFI but are never taken */
     UART_STATE = STATE_OVERRUNS;
     UART_CTRL = CTRL_TX_ENABLE | CTRL_RX_ENABLE | CTRL_RX_INT_ENABLE; /* uart_init() set the baud rate */
     NVIC_ISER0 = RX_IRQ_BIT;
+    announce_ready();
     while (rx() != INIT) { /* before the session only 0x7F counts (autobaud on a real chip) */
     }
     tx(ACK);

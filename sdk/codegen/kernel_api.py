@@ -1,0 +1,212 @@
+"""The typed kernel interface: one declaration per C kernel, calls built by keyword.
+
+Every kernel of every set (sdk/templates/<set>/<kernel>.h, CUDA's .cuh) is declared once,
+in sdk/codegen/signatures/<set>.py, as its name and its ordered parameters, each with a
+kind and a C type:
+
+    input   a const pointer to a tensor: an arena buffer (Buf) or a constant (Weight)
+    output  a pointer into the arena (Buf)
+    weight  a const array emitted with the model (Weight) of exactly that C type
+    int     an integer constant (C type int, int32_t, uint32_t, ...)
+    float   a float constant
+
+Ops build calls by keyword (`call("conv2d_s8", x=..., zy=...)`), kernel-set rules read
+named fields (`c["zx"]`) and build their own calls the same way, and every call is checked
+when it is built: a missing, extra or mistyped argument is an internal error naming the
+kernel and parameter (the lowering adds the op and node), never a silent fall-back. The
+C prototypes are checked against these declarations by tests/test_kernel_headers.py.
+
+Parameter names are the C names. Where a C name is a Python keyword (`in`), pass it with a
+trailing underscore (`in_=...`).
+"""
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+
+class Buf:
+    """A C argument that points into the arena at a tensor's planned offset."""
+
+    def __init__(self, tensor: str, const: bool = False) -> None:
+        self.tensor = tensor
+        self.const = const
+
+
+class Weight:
+    """A C argument that is a constant array, emitted into the weights file."""
+
+    def __init__(self, hint: str, data: np.ndarray, ctype: str) -> None:
+        self.hint = hint
+        self.data = data
+        self.ctype = ctype
+
+
+
+KINDS = ("input", "output", "weight", "int", "float")
+INT_CTYPES = ("int", "long", "int32_t", "uint32_t", "int64_t")
+
+
+class KernelInterfaceError(RuntimeError):
+    """A call that does not match its kernel's declaration: a bug in an op or a rule."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # one of KINDS
+    ctype: str  # element type of pointers, the C type of scalars
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise KernelInterfaceError(f"parameter {self.name}: unknown kind {self.kind!r}")
+
+    @property
+    def pointer(self) -> bool:
+        return self.kind in ("input", "output", "weight")
+
+
+def In(name: str, ctype: str) -> Param:  # noqa: N802 (reads like the declaration it is)
+    return Param(name, "input", ctype)
+
+
+def Out(name: str, ctype: str) -> Param:  # noqa: N802
+    return Param(name, "output", ctype)
+
+
+def W(name: str, ctype: str) -> Param:  # noqa: N802
+    return Param(name, "weight", ctype)
+
+
+def I(names: str, ctype: str = "int") -> list[Param]:  # noqa: E741, N802
+    """Integer parameters, space separated, all of one C type."""
+    return [Param(n, "int", ctype) for n in names.split()]
+
+
+def F(names: str) -> list[Param]:  # noqa: N802
+    return [Param(n, "float", "float") for n in names.split()]
+
+
+@dataclass(frozen=True)
+class KernelDecl:
+    kernel_set: str
+    name: str
+    params: tuple[Param, ...]
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def __call__(self, **kwargs: Any) -> "KernelCall":
+        """A checked call: every parameter by name, each of the declared kind."""
+        args = {k[:-1] if k.endswith("_") and keyword.iskeyword(k[:-1]) else k: v for k, v in kwargs.items()}
+        names = [p.name for p in self.params]
+        missing = [n for n in names if n not in args]
+        extra = [n for n in args if n not in names]
+        if missing or extra:
+            raise KernelInterfaceError(f"kernel {self.name}: " + "; ".join(
+                part for part in (f"missing {', '.join(missing)}" if missing else "",
+                                  f"no parameter {', '.join(extra)}" if extra else "") if part))
+        checked = {p.name: check_argument(self, p, args[p.name]) for p in self.params}
+        return KernelCall(self, checked)
+
+
+def check_argument(decl: KernelDecl, p: Param, value: Any) -> Any:
+    """The value as the call keeps it (numpy integers become int), or KernelInterfaceError."""
+    def wrong(expected: str) -> KernelInterfaceError:
+        return KernelInterfaceError(f"kernel {decl.name}: {p.name} must be {expected}, got {value!r}")
+    if p.kind == "input":
+        if isinstance(value, Weight) and value.ctype != p.ctype:
+            raise wrong(f"{p.ctype} data (a constant of {value.ctype})")
+        if not isinstance(value, (Buf, Weight)):
+            raise wrong("a tensor (arena buffer or constant)")
+    elif p.kind == "output":
+        if not isinstance(value, Buf) or value.const:
+            raise wrong("a writable arena buffer")
+    elif p.kind == "weight":
+        if not isinstance(value, Weight):
+            raise wrong(f"a constant {p.ctype} array")
+        if value.ctype != p.ctype:
+            raise wrong(f"a {p.ctype} array (got {value.ctype})")
+    elif p.kind == "int":
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise wrong("an integer")
+        return int(value)
+    elif p.kind == "float":
+        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+            raise wrong("a number")
+        return float(value)
+    return value
+
+
+@dataclass
+class KernelCall:
+    """A kernel and its arguments by name, in a checked state (see KernelDecl.__call__)."""
+
+    decl: KernelDecl
+    args: dict[str, Any]
+    # set by a rule that splits the work (CUDA: threads of the launch)
+    launch_threads: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kernel(self) -> str:
+        return self.decl.name
+
+    def __getitem__(self, name: str) -> Any:
+        return self.args[name]
+
+    def ordered(self) -> list[Any]:
+        """The arguments in the C parameter order."""
+        return [self.args[p.name] for p in self.decl.params]
+
+    def weights(self) -> dict[str, np.ndarray]:
+        """The data of every constant argument, by parameter name."""
+        return {k: np.asarray(v.data) for k, v in self.args.items() if isinstance(v, Weight)}
+
+
+@dataclass(frozen=True)
+class Declined:
+    """A kernel set's answer when its kernel cannot take a call: the reason is what the
+    build output and the report say about the layer."""
+
+    reason: str
+
+
+DECLARATIONS: dict[str, dict[str, KernelDecl]] = {}
+
+
+def declare(kernel_set: str, name: str, *params: Param | Iterable[Param]) -> KernelDecl:
+    flat: list[Param] = []
+    for p in params:
+        flat.extend([p] if isinstance(p, Param) else list(p))
+    seen = [p.name for p in flat]
+    if len(set(seen)) != len(seen):
+        raise KernelInterfaceError(f"kernel {name}: a parameter is declared twice")
+    decls = DECLARATIONS.setdefault(kernel_set, {})
+    if name in decls:
+        raise KernelInterfaceError(f"kernel {name} of set {kernel_set} declared twice")
+    decls[name] = KernelDecl(kernel_set, name, tuple(flat))
+    return decls[name]
+
+
+def declarations(kernel_set: str) -> dict[str, KernelDecl]:
+    from . import signatures  # noqa: F401  (importing declares every set)
+    return DECLARATIONS.get(kernel_set, {})
+
+
+def kernel(kernel_set: str, name: str) -> KernelDecl:
+    decls = declarations(kernel_set)
+    if name not in decls:
+        raise KernelInterfaceError(f"no kernel {name} is declared in set {kernel_set}")
+    return decls[name]
+
+
+def call(name: str, **kwargs: Any) -> KernelCall:
+    """A checked call of a portable kernel (what ops lower to)."""
+    return kernel("portable", name)(**kwargs)

@@ -1,0 +1,104 @@
+"""Where a kernel's C source comes from: a file of its own (sdk/templates/<set>/<kernel>.h,
+CUDA's .cuh), a template of its own (<set>/<kernel>.h.j2, rendered with its declaration: the
+SIMD kernels on the shared driver simd/driver.j2), or a family template
+(<set>/<family>.h.j2) rendered for one element type.
+
+A family template serves every kernel named <family>_<variant> whose variant is a key of
+VARIANTS: conv2d.h.j2 gives conv2d_s8, conv2d_s16 and conv2d_f32. Python states what differs
+between the variants (element, weight, bias and accumulator types, whether the kernel
+requantizes); the template only renders, with the macros of common/variant.j2 for the
+expressions that depend on it.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+import jinja2
+
+from .kernel_api import KernelInterfaceError, declarations
+from .lowering import TEMPLATES
+
+EXTENSIONS = {"cuda": ".cuh"}  # every other set: .h
+
+# Kernel sources that plugins provide (sdk/plugins.py), by (set, kernel): who provides it
+# and a function returning its text. An entry for a built-in kernel replaces that kernel's
+# own source (a hand-tuned version); the plugin's files stay in the plugin's folder.
+PLUGIN_SOURCES: dict[tuple[str, str], tuple[str, Callable[[], str]]] = {}
+
+
+def plugin_provider(kernel_set: str, name: str) -> str | None:
+    """The plugin that provides kernel `name` of `kernel_set`, None for the SDK's own."""
+    entry = PLUGIN_SOURCES.get((kernel_set, name))
+    return entry[0] if entry else None
+
+# What each element-type variant of a family means (shared by every family and set).
+VARIANTS: dict[str, dict[str, object]] = {
+    "s8": {"name": "s8", "t": "int8_t", "w": "int8_t", "bias": "int32_t", "acc": "int32_t", "quant": True,
+           "wide": False, "what": "int8", "lowest": "-128"},
+    "s16": {"name": "s16", "t": "int16_t", "w": "int8_t", "bias": "int64_t", "acc": "int64_t", "quant": True,
+            "wide": True, "what": "16x8 (int16 activations, int8 weights, int64 accumulator)", "lowest": "-32768"},
+    "f32": {"name": "f32", "t": "float", "w": "float", "bias": "float", "acc": "float", "quant": False,
+            "wide": False, "what": "float", "lowest": "-3.4e38f"},
+}
+
+
+def extension(kernel_set: str) -> str:
+    return EXTENSIONS.get(kernel_set, ".h")
+
+
+@lru_cache(maxsize=None)
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+
+
+def family_variants(template: Path) -> list[str]:
+    """The variants a family template renders, from its first line: `{# variants: s8 f32 #}`."""
+    first = template.read_text().split("\n", 1)[0]
+    if not (first.startswith("{#") and "variants:" in first):
+        raise KernelInterfaceError(f"{template} does not start with {{# variants: ... #}}")
+    return first.split("variants:", 1)[1].replace("#}", "").split()
+
+
+def family_of(kernel_set: str, name: str) -> tuple[str, str] | None:
+    """(family template path relative to the templates folder, variant) for a kernel that a
+    family template serves, else None."""
+    family, _, variant = name.rpartition("_")
+    template = f"{kernel_set}/{family}{extension(kernel_set)}.j2"
+    if (TEMPLATES / template).is_file() and variant in family_variants(TEMPLATES / template):
+        return template, variant
+    return None
+
+
+def kernel_source(kernel_set: str, name: str) -> str:
+    """The C (or CUDA) source that defines kernel `name` of `kernel_set`."""
+    if (kernel_set, name) in PLUGIN_SOURCES:
+        return PLUGIN_SOURCES[kernel_set, name][1]()
+    own = TEMPLATES / kernel_set / f"{name}{extension(kernel_set)}"
+    if own.is_file():
+        return own.read_text()
+    if own.with_name(own.name + ".j2").is_file():  # a kernel on the shared SIMD driver (simd/driver.j2)
+        template = f"{kernel_set}/{own.name}.j2"
+        return environment().get_template(template).render(kernel=name, decl=declarations(kernel_set)[name])
+    family = family_of(kernel_set, name)
+    if family is None:
+        raise KernelInterfaceError(f"kernel {name} of set {kernel_set} has no source "
+                                   f"({own.name} or a family template)")
+    template, variant = family
+    return environment().get_template(template).render(kernel=name, v=VARIANTS[variant])
+
+
+def kernels_with_sources(kernel_set: str) -> list[str]:
+    """Every kernel of a set that has a source: files of their own and family variants."""
+    ext = extension(kernel_set)
+    folder = TEMPLATES / kernel_set
+    names = {p.name[:-len(ext)] for p in folder.glob(f"*{ext}") if not p.name.startswith("cuvil_")}
+    for template in folder.glob(f"*{ext}.j2"):
+        stem = template.name[:-len(ext) - 3]
+        if template.read_text().startswith("{# variants:"):
+            names |= {f"{stem}_{v}" for v in family_variants(template)}
+        else:
+            names.add(stem)
+    return sorted(names)

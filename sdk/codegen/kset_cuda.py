@@ -1,0 +1,108 @@
+"""The `cuda` kernel set (sdk/templates/cuda/*.cuh), one more set under the same mechanism
+as the CPU sets: each rule takes a portable call and returns the CUDA kernel call(s) that
+replace it, with the number of threads each launch needs (`launch_threads`); the launch
+geometry (blocks of BLOCK threads, ceiling division) is computed from that by the CUDA
+lowering (codegen/cuda.py). A kernel without a rule here has no CUDA version, and the model
+then runs on the CPU path (the build says which layers).
+
+int8 kernels reproduce the portable ones bit for bit; the dp4a variants are chosen only
+where every 4-byte load is aligned (channels per group, or K, a multiple of 4).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .kernel_api import Buf, KernelCall, Weight, kernel
+from .kernel_sets import Answer, KernelSet, register_kernel_set
+
+SET = "cuda"
+
+
+def launch(name: str, args: dict, threads: int) -> KernelCall:
+    c = kernel(SET, name)(**args)
+    c.launch_threads = int(threads)
+    return c
+
+
+def _prod(values) -> int:
+    return int(np.prod([int(v) for v in values], dtype=np.int64))
+
+
+def conv(c: KernelCall, node, g, options) -> Answer:
+    a = c.args
+    threads = a["n"] * a["oh"] * a["ow"] * a["oc"]
+    if c.kernel != "conv2d_s8":  # conv2d_f32, conv2d_s16: one kernel each
+        return launch(c.kernel, a, threads)
+    icg = a["c"] // a["groups"]
+    if icg == 1:
+        return launch("dwconv2d_s8", a, threads)
+    if icg % 4 == 0:
+        w = np.asarray(a["w"].data).astype(np.int64).reshape(a["oc"], a["kh"] * a["kw"], icg)
+        return launch("conv2d_s8_dp4a", dict(a, wsum=Weight("wsum", w.sum(axis=2).astype(np.int32), "int32_t")),
+                      threads)
+    return launch("conv2d_s8", a, threads)
+
+
+def fc(c: KernelCall, node, g, options) -> Answer:
+    a = c.args
+    if c.kernel == "fc_s8" and a["k"] % 4 == 0:
+        w = np.asarray(a["w"].data).astype(np.int64).reshape(a["n"], a["k"])
+        return launch("fc_s8_dp4a", dict(a, wsum=Weight("wsum", w.sum(axis=1).astype(np.int32), "int32_t")),
+                      a["rows"] * a["n"])
+    return launch(c.kernel, a, a["rows"] * a["n"])
+
+
+def binary(c: KernelCall, node, g, options) -> Answer:
+    return launch(c.kernel, c.args, _prod(c.args[f"d{i}"] for i in range(4)))
+
+
+def pool(c: KernelCall, node, g, options) -> Answer:
+    a = c.args
+    return launch(c.kernel, a, a["n"] * a["oh"] * a["ow"] * a["c"])
+
+
+def per(field: str) -> Callable[..., Answer]:
+    """One thread per `field` (an argument: count, rows)."""
+    def rule(c: KernelCall, node, g, options) -> Answer:
+        return launch(c.kernel, c.args, c.args[field])
+    return rule
+
+
+def concat(c: KernelCall, node, g, options) -> Answer:
+    return launch(c.kernel, c.args, c["outer"] * c["chunk"])
+
+
+def pad(c: KernelCall, node, g, options) -> Answer:
+    return launch(c.kernel, c.args, _prod(c.args[f"o{i}"] for i in range(4)))
+
+
+def transpose(c: KernelCall, node, g, options) -> Answer:
+    return launch(c.kernel, c.args, _prod(c.args[f"o{i}"] for i in range(4)))
+
+
+def copy(c: KernelCall, node, g, options) -> Answer:
+    src, dst = c["in"], c["out"]
+    if isinstance(src, Buf) and src.tensor == dst.tensor:
+        return []  # a copy onto itself: nothing to launch
+    return launch("copy_bytes", c.args, c["nbytes"])
+
+
+@register_kernel_set
+class Cuda(KernelSet):
+    name = SET
+    rules = {
+        "conv2d_s8": conv, "conv2d_f32": conv, "conv2d_s16": conv,
+        "fc_s8": fc, "fc_f32": fc, "fc_s16": fc,
+        "add_s8": binary, "add_f32": binary, "mul_s8": binary, "mul_f32": binary,
+        "maxpool_s8": pool, "maxpool_f32": pool, "avgpool_s8": pool, "avgpool_f32": pool,
+        "lut_s8": per("count"), "activation_f32": per("count"),
+        "quantize_f32_s8": per("count"), "dequantize_s8_f32": per("count"),
+        "requant_s16_s8": per("count"), "requant_s8_s16": per("count"),
+        "softmax_s8": per("rows"), "softmax_f32": per("rows"),
+        "concat_s8": concat, "concat_f32": concat,
+        "pad_s8": pad, "pad_f32": pad,
+        "transpose_s8": transpose, "transpose_f32": transpose,
+        "copy": copy,
+    }

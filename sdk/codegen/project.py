@@ -1,0 +1,44 @@
+"""The generated project a board builds, assembled in one place: the model's sources (emit),
+the board's own files (a firmware harness and linker script, or a Linux test harness), and
+the build spec (build.json) that SCons reads. `compile` writes it; `build` only runs SCons
+on it."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..boards import Board
+from .firmware import render_firmware_files
+from .linux_harness import render_linux_harness
+
+
+def harness_context(info: dict) -> dict:
+    """What the harness templates need of the model (names, sizes, int8 or float I/O)."""
+    int8 = info["precision"] == "int8"
+    return {"name": info["name"], "NAME": info["name"].upper(), "int8": int8,
+            "inputs": [{"index": t["index"], "size": t["size"], "bytes": t["size"] * 4} for t in info["inputs"]],
+            "outputs": [{"index": t["index"], "size": t["size"], "dtype": t["dtype"]} for t in info["outputs"]]}
+
+
+def add_board_files(board: Board, out_dir: Path, info: dict) -> None:
+    """Firmware boards add their harness (a model source) and linker script; Linux boards with
+    a harness add src/harness.c, built beside the library, not into it."""
+    renderer = board.get("harness.renderer", "firmware" if board.kind == "firmware" else None)
+    if renderer == "linux":
+        render_linux_harness(board, out_dir, harness_context(info))
+    elif renderer == "firmware":
+        added = render_firmware_files(board, out_dir, harness_context(info))
+        info["sources"] = info["sources"] + [s for s in added if s.endswith(".c")]
+
+
+def write_build_spec(info: dict, board: Board, out_dir: Path) -> None:
+    spec = {"board": board.name, "board_dir": str(board.family_dir), "board_file": board.data.get("_file", ""),
+            "name": info["name"], "kind": board.kind, "sources": info["sources"],
+            "toolchain": board.get("toolchain", {}), "cflags": [], "defines": info.get("defines", {})}
+    (out_dir / "build.json").write_text(json.dumps(spec, indent=2))
+
+
+def assemble_project(board: Board, out_dir: Path, info: dict) -> None:
+    """Everything but the model's own sources (already in out_dir/src): board files, build spec."""
+    add_board_files(board, out_dir, info)
+    write_build_spec(info, board, out_dir)
