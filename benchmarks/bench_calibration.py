@@ -36,7 +36,7 @@ def datasets(n: int) -> dict[str, tuple[Path, np.ndarray, np.ndarray, np.ndarray
     rng = np.random.default_rng(0)
     digits = np.load(EXAMPLES / "digits_data.npz")
     return {
-        "digits_cnn": (EXAMPLES / "digits_cnn.onnx", digits["calib"], digits["x_test"], digits["y_test"]),
+        "digits_cnn": (EXAMPLES / "digits_cnn.onnx", digits["calib"], digits["x"], digits["y"]),
         "resnet8": (EXAMPLES / "resnet8_fp32.onnx", rng.random((64, 3, 32, 32), dtype=np.float32),
                     rng.random((n, 3, 32, 32), dtype=np.float32), None),
         "ad_autoencoder": (EXAMPLES / "ad_fp32.onnx", rng.random((64, 640), dtype=np.float32),

@@ -115,7 +115,7 @@ class Ours:
         aligned = self.arena.ctypes.data + (-self.arena.ctypes.data) % 64
         self.args = (ctypes.c_void_p(aligned), (ctypes.c_void_p * 1)(self.x.ctypes.data),
                      (ctypes.c_void_p * len(self.outs))(*[o.ctypes.data for o in self.outs]))
-        self.fn = self.model._run
+        self.fn = self.model._run_fn
 
     def __call__(self) -> None:
         self.fn(*self.args)

@@ -249,7 +249,7 @@ def check(job: Job, board, out_dir: Path, repeat: int, seed: int) -> Result:
                 result.samples += 1
         else:
             for i, s in enumerate(job.float_samples):
-                problem = compare(model(s), run_float(g, s), exact=False)
+                problem = compare(model.run(s), run_float(g, s), exact=False)
                 if problem:
                     problems.append(f"sample {i}: {problem}")
                 result.samples += 1
@@ -281,7 +281,7 @@ def model_jobs(names: list[str], samples: int, work: Path) -> list[Job]:
     np.save(work / "ad_calib.npy", uniform((1, 640), 32, -1.0, 1.0))
     resnet_x = [{"input_1": x[None]} for x in uniform((1, 3, 32, 32), 4)]
     ad_x = [{"input_1": x[None]} for x in uniform((1, 640), 4, -1.0, 1.0)]
-    digit_x = [{"image": x[None]} for x in digits["x_test"][:8]]
+    digit_x = [{"image": x[None]} for x in digits["x"][:8]]
     jobs = {
         "digits_cnn": [Job("digits_cnn", EXAMPLES / "digits_cnn.onnx", "int8", EXAMPLES / "digits_calib.npy",
                            digit_x, samples),

@@ -79,7 +79,7 @@ def app(tmp_path_factory) -> Path:
 def expected() -> tuple[list[int], int]:
     """The numpy integer reference on the demo harness's built-in sample."""
     data = np.load(EXAMPLES / "digits_data.npz")
-    x = data["x_test"][demo_sample_index()][None]
+    x = data["x"][demo_sample_index()][None]
     g = reference_graph(request("digits_cnn.onnx", BOARD, "lite", EXAMPLES / "digits_calib.npy"))
     out = run_quantized_model(g, {g.inputs[0]: x})[0][g.outputs[0]].reshape(-1)  # int8, as printed
     return [int(v) for v in out], int(np.argmax(out))
@@ -109,8 +109,8 @@ def test_demo_sample_is_a_bundled_test_image():
     text = (ROOT / "targets" / "cortex_m7" / "bootloader" / "demo_sample.c").read_text()
     body = text[text.index("cuvil_demo_sample[64] = {"):]
     values = np.array([float(v) for v in re.findall(r"(-?\d+\.\d+)f", body)], dtype=np.float32)
-    assert np.array_equal(values, data["x_test"][index].reshape(-1))
-    assert f"cuvil_demo_sample_label = {int(data['y_test'][index])};" in text
+    assert np.array_equal(values, data["x"][index].reshape(-1))
+    assert f"cuvil_demo_sample_label = {int(data['y'][index])};" in text
 
 
 def test_bootloader_fits_below_app_start(bootloader):

@@ -109,7 +109,7 @@ def work(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def digits():
     data = np.load(kc.ROOT / "sdk" / "examples" / "digits_data.npz")
-    return data["x_test"][:12], data["calib"]
+    return data["x"][:12], data["calib"]
 
 
 @pytest.fixture(scope="module")
@@ -313,7 +313,7 @@ def grid(tmp_path_factory, emulator):
     assert emu.start() == ("cuda", "CUDA: cuvil-sdk CPU emulation (sm_90)")
     with runtime.load(info["artifacts"]["so"]) as model:
         got = [model.run_int8(s) for s in q_samples]
-        float_got = [model(s) for s in f_samples]
+        float_got = [model.run(s) for s in f_samples]
     counts = emulator_counts(emulator)
     assert counts["launches"] - before == info["cuda"]["launches"] * (len(q_samples) + len(f_samples))
     assert counts["errors"] == 0
@@ -390,7 +390,7 @@ def fp32_grid(tmp_path_factory, emulator):
     emu = Emulated(info["artifacts"]["so"], emulator)
     assert emu.start()[0] == "cuda"
     with runtime.load(info["artifacts"]["so"]) as model:
-        got = [model(s) for s in samples]
+        got = [model.run(s) for s in samples]
     return net, got, [run_float(g, s) for s in samples]
 
 

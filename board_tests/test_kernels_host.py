@@ -55,7 +55,7 @@ def build_int8(tmp_path_factory, group: str, case_ids: list[str], method: str = 
     with runtime.load(info["artifacts"]["so"]) as model:
         assert model.int8 and model.output_names == g.outputs
         int8_got = [model.run_int8(s) for s in q_samples]
-        float_got = [model(s) for s in f_samples]
+        float_got = [model.run(s) for s in f_samples]
     return Built(net, g, info, int8_got, [run_int(g, s) for s in q_samples], float_got,
                  [run_quantized_model(g, s)[1] for s in f_samples])
 
@@ -118,7 +118,7 @@ def fp32_build(tmp_path_factory):
         samples = kc.float_samples(net, FLOAT_SAMPLES, seed=13)
         with runtime.load(info["artifacts"]["so"]) as model:
             assert not model.int8
-            got = [model(s) for s in samples]
+            got = [model.run(s) for s in samples]
         return net, got, [run_float(g, s) for s in samples]
     return kc.Lazy(make)
 

@@ -179,7 +179,7 @@ def test_example_model_dsp_equals_portable_equals_reference(calib_files, model, 
     onnx_name, count = MODELS[model]
     calib = calib_files / f"{model}.npy"
     if model == "digits":
-        x = np.load(EXAMPLES / "digits_data.npz")["x_test"][:count]
+        x = np.load(EXAMPLES / "digits_data.npz")["x"][:count]
     else:
         x = np.random.default_rng(6).random((count, *np.load(calib).shape[1:]), dtype=np.float32)
     outputs, kernels = {}, {}

@@ -28,7 +28,7 @@ def assert_bit_exact(req, x, out):
 
 
 def test_digits_int8_accuracy_within_a_point_and_bit_exact(work):
-    x, y = DIGITS["x_test"], DIGITS["y_test"]
+    x, y = DIGITS["x"], DIGITS["y"]
     outs, report = cli_run(work, "host", "standard", "digits_cnn.onnx", x, work / "digits_calib.npy")
     logits = outs["logits"]
     float_acc = float((ort_outputs("digits_cnn.onnx", x).argmax(1) == y).mean())

@@ -32,7 +32,7 @@ def reference_outputs(req, x):
 
 
 def test_digits_firmware_equals_host_lite_and_reference(work):
-    x, y = DIGITS["x_test"][:120], DIGITS["y_test"][:120]
+    x, y = DIGITS["x"][:120], DIGITS["y"][:120]
     m7, report = cli_run(work, "cortex-m7", "lite", "digits_cnn.onnx", x, work / "digits_calib.npy")
     host, _ = cli_run(work, "host", "lite", "digits_cnn.onnx", x, work / "digits_calib.npy")
     assert np.array_equal(m7["logits"], host["logits"])
@@ -44,7 +44,7 @@ def test_digits_firmware_equals_host_lite_and_reference(work):
 
 
 def test_instruction_counts_are_deterministic(work):
-    x = DIGITS["x_test"][:3]
+    x = DIGITS["x"][:3]
     _, first = cli_run(work, "cortex-m7", "lite", "digits_cnn.onnx", x, work / "digits_calib.npy")
     _, second = cli_run(work, "cortex-m7", "lite", "digits_cnn.onnx", x, work / "digits_calib.npy")
     assert first["instructions_per_sample"] == second["instructions_per_sample"]
@@ -69,7 +69,16 @@ def test_too_large_for_the_small_board_fails_with_a_size_report(work):
     line = r.stderr.strip().splitlines()[-1]
     assert line.startswith("cuvil-sdk: error:") and "overflow" in line.lower() or "budget" in line.lower()
     assert "Traceback" not in r.stderr
-    assert not (work / "small").exists() and not (work / "small.partial").exists()
+    # the build is removed, but its link map (what took the space) is kept, and the error says where
+    kept = work / "small" / "failed-build" / "resnet8_fp32.map"
+    assert line.endswith(f"; the link map is kept in {kept}") and kept.is_file()
+    assert "Memory Configuration" in kept.read_text()
+    assert [p.name for p in (work / "small").iterdir()] == ["failed-build"] and not (work / "small.partial").exists()
+    # the folder is still ours: the next build into it replaces it
+    ok = cli("build", "--board", "cortex-m7-small", "--profile", "lite", "--model", EXAMPLES / "digits_cnn.onnx",
+             "--calib", work / "digits_calib.npy", "-o", work / "small", cwd=work)
+    assert ok.returncode == 0, ok.stderr
+    assert not (work / "small" / "failed-build").exists() and (work / "small" / "manifest.json").is_file()
 
 
 def test_lite_refuses_float_precision_and_dynamic_shapes(work):

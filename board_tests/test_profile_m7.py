@@ -30,7 +30,7 @@ TICK = 40  # instructions per SysTick tick (board.toml firmware.instructions_per
 def work(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("profile")
     np.save(tmp / "calib.npy", DIGITS["calib"])
-    np.save(tmp / "x.npy", DIGITS["x_test"][:2])
+    np.save(tmp / "x.npy", DIGITS["x"][:2])
     return tmp
 
 

@@ -86,7 +86,7 @@ def work(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def digits():
     data = np.load(EXAMPLES / "digits_data.npz")
-    return data["x_test"][:20], data["calib"]
+    return data["x"][:20], data["calib"]
 
 
 @pytest.fixture(scope="module")

@@ -55,7 +55,7 @@ def int8_group(tmp_path_factory):
         f_samples = kc.float_samples(net, FLOAT_SAMPLES, seed=22)
         with runtime.load(info["artifacts"]["so"]) as model:
             got_q = [model.run_int8(s) for s in q_samples]
-            got_f = [model(s) for s in f_samples]
+            got_f = [model.run(s) for s in f_samples]
         want_q = [run_int(g, s) for s in q_samples]
         want_f = [run_quantized_model(g, s)[1] for s in f_samples]
         return net, info, got_q, want_q, got_f, want_f
@@ -109,7 +109,7 @@ def fp32_build(tmp_path_factory):
         net, g, info = build_group(tmp_path_factory.mktemp("simd_fp32"), "host", "fp32", sc.FP32_IDS, "fp32")
         samples = kc.float_samples(net, FLOAT_SAMPLES, seed=23)
         with runtime.load(info["artifacts"]["so"]) as model:
-            got = [model(s) for s in samples]
+            got = [model.run(s) for s in samples]
         return net, info, got, [run_float(g, s) for s in samples]
     return kc.Lazy(make)
 

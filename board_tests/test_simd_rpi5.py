@@ -118,7 +118,7 @@ def test_neon_kernels_are_selected_and_equal_host(rpi5_group, tmp_path_factory, 
     host = kc.build(run.net, tmp_path_factory.mktemp(f"host_{group}") / "out", "host", PROFILE, "int8")
     with runtime.load(host["artifacts"]["so"]) as model:
         for i, s in enumerate(run.samples):
-            ours = model(s)  # quantize, int8 layers, dequantize: in C on both sides
+            ours = model.run(s)  # quantize, int8 layers, dequantize: in C on both sides
             for cid in sc.GROUPS[group]:
                 for y in run.net.outputs[cid]:
                     theirs = run.outputs[i][y].reshape(ours[y].shape)

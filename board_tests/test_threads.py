@@ -72,7 +72,7 @@ def concurrent_outputs(library: str, inputs: list[np.ndarray]) -> list[list[dict
             try:
                 barrier.wait()
                 for _ in range(CALLS_PER_THREAD):
-                    results[t].append(model(inputs[t]))
+                    results[t].append(model.run(inputs[t]))
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
         threads = [threading.Thread(target=work, args=(t,)) for t in range(PY_THREADS)]
@@ -87,9 +87,9 @@ def concurrent_outputs(library: str, inputs: list[np.ndarray]) -> list[list[dict
 @pytest.mark.parametrize("threads", [1, 2])
 def test_one_model_called_from_several_threads(digits, threads):
     library = digits[threads]["artifacts"]["so"]
-    inputs = [x[None] for x in np.load(EXAMPLES / "digits_data.npz")["x_test"][:PY_THREADS]]
+    inputs = [x[None] for x in np.load(EXAMPLES / "digits_data.npz")["x"][:PY_THREADS]]
     with runtime.load(library) as model:
-        sequential = [model(x) for x in inputs]
+        sequential = [model.run(x) for x in inputs]
     assert len({next(iter(out.values())).tobytes() for out in sequential}) == PY_THREADS  # distinct outputs
     for t, outs in enumerate(concurrent_outputs(library, inputs)):
         assert len(outs) == CALLS_PER_THREAD
@@ -103,10 +103,10 @@ def test_digits_threads2_equals_threads1(digits):
     src2 = (Path(digits[2]["out_dir"]) / "src" / "digits.c").read_text()
     assert "CUVIL_THREADS" not in src1 and "#define CUVIL_THREADS 2" in src2
     assert src2.count(", 2); /* layer") == 5  # the four convolutions and the fc are split
-    x = np.load(EXAMPLES / "digits_data.npz")["x_test"][:50]
+    x = np.load(EXAMPLES / "digits_data.npz")["x"][:50]
     with runtime.load(digits[1]["artifacts"]["so"]) as one, runtime.load(digits[2]["artifacts"]["so"]) as two:
         for xi in x:
-            a, b = one(xi[None]), two(xi[None])
+            a, b = one.run(xi[None]), two.run(xi[None])
             assert all(np.array_equal(a[k], b[k]) for k in a)
 
 
@@ -122,7 +122,7 @@ def test_host_threads2_equals_threads1_and_reference(tmp_path_factory, net, prec
     g = kc.reference_graph(net, "host", PROFILE, precision)
     with runtime.load(infos[1]["artifacts"]["so"]) as one, runtime.load(infos[2]["artifacts"]["so"]) as two:
         for s in samples:
-            a, b = one(s), two(s)
+            a, b = one.run(s), two.run(s)
             for y in g.outputs:
                 assert np.array_equal(a[y], b[y]), y
             if precision == "int8":
@@ -130,7 +130,7 @@ def test_host_threads2_equals_threads1_and_reference(tmp_path_factory, net, prec
                 assert all(np.array_equal(b[y], want[y]) for y in g.outputs)
     inputs = [kc.float_samples(net, 1, seed=50 + t)[0] for t in range(PY_THREADS)]
     with runtime.load(infos[2]["artifacts"]["so"]) as model:
-        sequential = [model(x) for x in inputs]
+        sequential = [model.run(x) for x in inputs]
     for t, outs in enumerate(concurrent_outputs(infos[2]["artifacts"]["so"], inputs)):
         for out in outs:
             assert all(np.array_equal(out[y], sequential[t][y]) for y in g.outputs), t

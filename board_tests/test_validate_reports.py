@@ -14,7 +14,7 @@ DIGITS = np.load(EXAMPLES / "digits_data.npz")
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("validate")
-    np.savez(tmp / "digits.npz", x=DIGITS["x_test"][:200], y=DIGITS["y_test"][:200])
+    np.savez(tmp / "digits.npz", x=DIGITS["x"][:200], y=DIGITS["y"][:200])
     np.save(tmp / "calib.npy", DIGITS["calib"])
     rng = np.random.default_rng(2)
     np.savez(tmp / "noise.npz", x=rng.random((6, 3, 32, 32), dtype=np.float32))

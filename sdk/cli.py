@@ -43,6 +43,13 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
 
+def add_out_dir_option(p: argparse.ArgumentParser) -> None:
+    """-o is the output folder in every command; --output, where a command takes it, is a file."""
+    p.add_argument("-o", "--out-dir", dest="out_dir", metavar="DIR",
+                   help="output folder (default: cuvil-build/<model>-<board>-<profile>)")
+    p.add_argument("--output", dest="misplaced_output", help=argparse.SUPPRESS)
+
+
 def add_plugin_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plugin", action="append", metavar="FILE.py|MODULE",
                    help="load custom ops from a plugin file or module (repeatable; see docs/custom_ops.md)")
@@ -62,12 +69,12 @@ def build_parser() -> Parser:
     p = sub.add_parser("compile", help="generate the C sources of a model")
     add_model_options(p, model_positional=True)
     add_threads_option(p)
-    p.add_argument("-o", "--output", help="output folder")
+    add_out_dir_option(p)
 
     p = sub.add_parser("build", help="compile and build firmware or a shared library")
     add_model_options(p)
     add_threads_option(p)
-    p.add_argument("-o", "--output", help="output folder")
+    add_out_dir_option(p)
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel compile jobs")
     p.add_argument("--run", action="store_true", help="then run the bundled example's test set on the target")
 
@@ -75,8 +82,11 @@ def build_parser() -> Parser:
     add_model_options(p)
     add_threads_option(p)
     p.add_argument("--input", required=True, help="input samples (.npy or .npz)")
-    p.add_argument("--output", required=True, help="where to write outputs (.npz)")
-    p.add_argument("-o", "--build-dir", help="keep the build here")
+    p.add_argument("--output", required=True, help="the outputs file to write (.npz keyed by output name), "
+                   "exactly as named")
+    p.add_argument("-o", "--out-dir", "--build-dir", dest="out_dir", metavar="DIR",
+                   help="output folder: keep the build there, with report.json/report.html (and the per-layer "
+                        "profile on QEMU boards); default: a temporary folder, removed")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
 
     p = sub.add_parser("validate", help="accuracy of the built artifact on the target against ONNX Runtime")
@@ -112,88 +122,156 @@ def emit(report: dict, as_json: bool, human: str) -> None:
         print(human)
 
 
+def memory_text(row: dict) -> str:
+    """'RAM 19.7 KiB of 512 KiB (3.85%)': a memory row of the build report, as one phrase."""
+    text = f"{row['what']} {row['kib']:.1f} KiB"
+    if row["budget_kib"] is not None:
+        text += f" of {row['budget_kib']:.0f} KiB ({row['share_percent']:.2f}%)"
+    return text
+
+
 def human_build(info: dict) -> str:
+    from .reports.report import memory_summary  # the report module loads jinja2: only when a build reports
     lines = [f"built {info['name']} for {info['board']} ({info['precision']}, profile {info['profile']})"]
-    lines.append(f"  arena {info.get('arena_bytes')} B, RAM {info.get('ram_bytes')} B, flash {info.get('flash_bytes')} B")
+    lines.append("  " + "; ".join(memory_text(row) for row in memory_summary(info)["rows"]))
     for kind, path in sorted(info.get("artifacts", {}).items()):
         lines.append(f"  {kind:4} {path}")
     return "\n".join(lines)
 
 
-def dispatch(args: argparse.Namespace) -> None:
+def out_dir_of(args: argparse.Namespace, req) -> Path:
+    from . import commands
+    if args.out_dir:
+        return Path(args.out_dir)
+    return commands.default_out_dir(req.model, req.board, req.profile.name)
+
+
+def do_list(args: argparse.Namespace) -> None:
     from . import commands
     if args.command == "boards":
         report = commands.list_boards()
         emit(report, args.json, "\n".join(f"{b['name']:18} {b['kind']:15} {b['description']}" for b in report["boards"]))
-    elif args.command == "profiles":
+    else:
         report = commands.list_profiles()
         emit(report, args.json, "\n".join(f"{p['name']:10} {p['description']}" for p in report["profiles"]))
-    elif args.command == "ops":
-        from .plugins import human_ops
-        report = commands.list_ops(args.plugin)
-        emit(report, args.json, human_ops(report))
-    elif args.command == "compile":
-        req = commands.make_request(args)
-        req.threads = args.threads
-        out = Path(args.output) if args.output else commands.default_out_dir(req.model, req.board, req.profile.name)
-        info = commands.do_compile(req, out)
-        report = {k: info[k] for k in ("name", "board", "profile", "precision", "arena_bytes", "weight_bytes", "out_dir")}
-        emit(report, args.json, f"generated {info['name']} in {info['out_dir']} (arena {info['arena_bytes']} B)")
-    elif args.command == "build":
-        req = commands.make_request(args)
-        req.threads = args.threads
-        out = Path(args.output) if args.output else commands.default_out_dir(req.model, req.board, req.profile.name)
-        info = commands.do_build(req, out, args.jobs)
-        report = commands.summary_of_build(info)
-        human = human_build(info)
-        if args.run:
-            if args.model:
-                raise UsageError("--run runs the bundled example; use `cuvil-sdk run` for your own model")
-            report["run"] = commands.example_accuracy(req.board, info)
-            human += (f"\n  accuracy {report['run']['accuracy']:.4f} on {report['run']['samples']} test images")
-            if "instructions" in report["run"]:
-                human += f"\n  {report['run']['instructions']} guest instructions per inference (QEMU -icount, not cycles)"
-        emit(report, args.json, human)
-    elif args.command == "run":
-        req = commands.make_request(args)
-        req.threads = args.threads
-        report = commands.do_run(req, Path(args.input), Path(args.output), Path(args.build_dir) if args.build_dir
-                                 else None, args.jobs)
-        human = f"ran {report['samples']} samples on {report['board']}; outputs in {report['outputs']}"
-        if "instructions" in report:
-            human += f"\n  {report['instructions']} guest instructions per inference (QEMU -icount, not cycles)"
-        emit(report, args.json, human)
-    elif args.command == "validate":
-        from .validate import human_table, validate
-        req = commands.make_request(args)
-        report = validate(req, Path(args.data), args.per_layer, args.jobs)
-        emit(report, args.json, human_table(report))
-    elif args.command == "flash":
-        from .boards import get_board
-        from .flash.command import flash_command
-        report = flash_command(get_board(args.board), args.port, args.baud, Path(args.firmware),
-                               allow_mass_erase=args.allow_mass_erase, progress=sys.stderr.isatty(),
-                               json_out=args.json)
-        emit(report, args.json, f"flashed {args.firmware} to {args.board} on {args.port}")
+
+
+def do_ops(args: argparse.Namespace) -> None:
+    from . import commands
+    from .plugins import human_ops
+    report = commands.list_ops(args.plugin)
+    emit(report, args.json, human_ops(report))
+
+
+def do_compile(args: argparse.Namespace) -> None:
+    from . import commands
+    req = commands.make_request(args)
+    info = commands.do_compile(req, out_dir_of(args, req))
+    report = {k: info[k] for k in ("name", "board", "profile", "precision", "arena_bytes", "weight_bytes", "out_dir")}
+    emit(report, args.json, f"generated {info['name']} in {info['out_dir']} (arena {info['arena_bytes']} B)")
+
+
+def do_build(args: argparse.Namespace) -> None:
+    from . import commands
+    req = commands.make_request(args)
+    info = commands.do_build(req, out_dir_of(args, req), args.jobs)
+    report = commands.summary_of_build(info)
+    human = human_build(info)
+    if args.run:
+        report["run"] = commands.example_accuracy(req.board, info)
+        human += (f"\n  accuracy {report['run']['accuracy']:.4f} on {report['run']['samples']} test images")
+        if "instructions" in report["run"]:
+            human += f"\n  {report['run']['instructions']} guest instructions per inference (QEMU -icount, not cycles)"
+    emit(report, args.json, human)
+
+
+def human_run(report: dict) -> str:
+    human = f"ran {report['samples']} samples on {report['board']}; outputs in {report['outputs']}"
+    if "instructions" in report:
+        human += f"\n  {report['instructions']} guest instructions per inference (QEMU -icount, not cycles)"
+    if "time_per_inference_us" in report:
+        human += (f"\n  {report['time_per_inference_us']:.1f} us per inference (median of {report['timing_repeats']}"
+                  f" runs; {report['timing_note']})")
+    if report.get("report_html"):
+        human += f"\n  report with the per-layer profile: {report['report_html']}"
+    return human
+
+
+def do_run(args: argparse.Namespace) -> None:
+    from . import commands
+    req = commands.make_request(args)
+    report = commands.do_run(req, Path(args.input), Path(args.output), Path(args.out_dir) if args.out_dir else None,
+                             args.jobs)
+    emit(report, args.json, human_run(report))
+
+
+def do_validate(args: argparse.Namespace) -> None:
+    from . import commands
+    from .validate import human_table, validate
+    req = commands.make_request(args)
+    report = validate(req, Path(args.data), args.per_layer, args.jobs)
+    emit(report, args.json, human_table(report))
+
+
+def do_flash(args: argparse.Namespace) -> None:
+    from .boards import get_board
+    from .flash.command import flash_command
+    report = flash_command(get_board(args.board), args.port, args.baud, Path(args.firmware),
+                           allow_mass_erase=args.allow_mass_erase, progress=sys.stderr.isatty(), json_out=args.json)
+    emit(report, args.json, f"flashed {args.firmware} to {args.board} on {args.port}")
+
+
+COMMANDS = {"boards": do_list, "profiles": do_list, "compile": do_compile, "build": do_build, "run": do_run,
+            "validate": do_validate, "flash": do_flash, "ops": do_ops}
+
+
+def dispatch(args: argparse.Namespace) -> None:
+    from .preflight import check_options
+    check_options(args)  # refuse what cannot work before any work is done
+    COMMANDS[args.command](args)
+
+
+def wants_json(argv: list[str] | None) -> bool:
+    """--json, read from the raw arguments so that a parse error can honour it too."""
+    return "--json" in (sys.argv[1:] if argv is None else argv)
+
+
+def fail(kind: str, message: str, exit_code: int, as_json: bool) -> int:
+    """One line on stderr; with --json also {"error", "exit_code"} on stdout."""
+    print(f"cuvil-sdk: {kind}{message}", file=sys.stderr)
+    if as_json:
+        try:
+            print(json.dumps({"error": message, "exit_code": exit_code}))
+        except BrokenPipeError:
+            pass
+    return exit_code
+
+
+def quiet_broken_pipe() -> int:
+    """The reader of stdout went away (`cuvil-sdk boards | head -1`): stop quietly, and send
+    what is still buffered to /dev/null so Python's exit does not complain again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    as_json = wants_json(argv)
     try:
         args = build_parser().parse_args(argv)
         dispatch(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
         return 0
+    except BrokenPipeError:
+        return quiet_broken_pipe()
     except CuvilError as exc:
-        print(f"cuvil-sdk: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return fail("error: ", str(exc), exc.exit_code, as_json)
     except KeyboardInterrupt:
-        print("cuvil-sdk: interrupted", file=sys.stderr)
-        return 130
+        return fail("", "interrupted", 130, as_json)
     except Exception as exc:  # a bug of ours: one line, unless debugging
         if os.environ.get("CUVIL_DEBUG"):
             raise
-        print(f"cuvil-sdk: internal error: {type(exc).__name__}: {exc} (set CUVIL_DEBUG=1 for details)",
-              file=sys.stderr)
-        return 1
+        return fail("", f"internal error: {type(exc).__name__}: {exc} (set CUVIL_DEBUG=1 for details)", 1, as_json)
 
 
 if __name__ == "__main__":

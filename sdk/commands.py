@@ -1,9 +1,12 @@
 """What each CLI command does. cli.py parses; these functions take plain values."""
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import sys
 import tempfile
+from typing import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -11,9 +14,9 @@ import numpy as np
 from . import PACKAGE_DIR
 from .boards import Board, all_boards, get_board
 from .build import artifacts, run_scons
-from .compiler import CompileRequest, StagedOutput, compile_into
-from .data import load_samples, write_outputs
-from .errors import ToolError, UsageError
+from .compiler import KEPT_ON_FAILURE, CompileRequest, StagedOutput, compile_into
+from .data import load_samples, require_file, write_outputs
+from .errors import BudgetError, ToolError, UsageError
 from .frontend import load_model
 from .profiles import all_profiles, get_profile
 from .reports import write_report
@@ -39,8 +42,9 @@ def do_build(req: CompileRequest, out_dir: Path, jobs: int) -> dict:
     out_dir = out_dir.resolve()
     with StagedOutput(out_dir) as stage:
         info = compile_into(req, stage)  # the whole project: model, kernels, harness, linker script, build.json
-        build_checked(stage, req.board, info["name"], jobs)
-        report = memory_report(req.board, stage, info)
+        with link_map_kept_on_budget_error(stage, out_dir, info["name"]):
+            build_checked(stage, req.board, info["name"], jobs)
+            report = memory_report(req.board, stage, info)
         info.update(report)
         info["artifacts"] = artifacts(stage, out_dir, info["name"], req.board)
         write_report(info, stage)
@@ -48,6 +52,22 @@ def do_build(req: CompileRequest, out_dir: Path, jobs: int) -> dict:
                                   "report_html": str(out_dir / "report.html")})
     info["out_dir"] = str(out_dir)
     return info
+
+
+@contextlib.contextmanager
+def link_map_kept_on_budget_error(stage: Path, out_dir: Path, name: str) -> Iterator[None]:
+    """A build over budget fails, and its staged folder is removed; its link map (what took
+    the space) is kept under the requested output folder, and the error says where."""
+    try:
+        yield
+    except BudgetError as exc:
+        link_map = stage / "build" / f"{name}.map"
+        if not link_map.is_file():
+            raise
+        kept = out_dir / KEPT_ON_FAILURE / link_map.name
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(link_map, kept)
+        raise BudgetError(f"{exc}; the link map is kept in {kept}") from None
 
 
 def build_checked(stage: Path, board: Board, name: str, jobs: int) -> None:
@@ -76,14 +96,17 @@ def memory_report(board: Board, stage: Path, info: dict) -> dict:
         return report
     lib = stage / "build" / f"lib{info['name']}.so"
     return {"arena_bytes": info["arena_bytes"], "ram_bytes": info["arena_bytes"],
-            "flash_bytes": lib.stat().st_size if lib.exists() else 0}
+            "flash_bytes": lib.stat().st_size if lib.exists() else 0,
+            "flash_budget": board.flash_bytes, "ram_budget": board.ram_bytes}
 
 
-def run_samples(board: Board, info: dict, samples: list, progress: bool, layers: bool = False) -> dict:
-    """Outputs per sample (and, for debug builds with layers=True, each layer's raw output)."""
+def run_samples(board: Board, info: dict, samples: list, progress: bool, layers: bool = False,
+                timing: bool = False) -> dict:
+    """Outputs per sample (and, for debug builds with layers=True, each layer's raw output);
+    timing=True: on host also `times_ns` of repeated runs (Linux harnesses always time)."""
     if board.kind == "shared_library" and board.get("arch", "") == "x86_64":
         from .runners.host import run_host
-        return run_host(Path(info["artifacts"]["so"]), samples, progress, layers)
+        return run_host(Path(info["artifacts"]["so"]), samples, progress, layers, timing)
     if board.kind == "firmware":
         from .runners.firmware import run_on_qemu
         if layers:
@@ -106,33 +129,61 @@ def input_graph(req: CompileRequest):
 
 
 def do_run(req: CompileRequest, input_path: Path, output_path: Path, out_dir: Path | None, jobs: int) -> dict:
+    """Build, run every sample of --input, write --output; with -o DIR keep the build there and
+    rewrite its report with the per-layer profile (QEMU boards that profile layers)."""
+    require_file(input_path, "--input")
     samples = load_samples(input_path, input_graph(req), "input data")
     with tempfile.TemporaryDirectory(prefix="cuvil-run-") as tmp:
         info = do_build(req, out_dir or Path(tmp) / "project", jobs)
-        result = run_samples(req.board, info, samples, sys.stderr.isatty())
+        result = run_samples(req.board, info, samples, sys.stderr.isatty(), timing=True)
     output_path.parent.mkdir(parents=True, exist_ok=True)
     write_outputs(output_path, [t["name"] for t in info["outputs"]], result["outputs"])
     report = summary_of_build(info)
     report.update({"samples": len(samples), "outputs": str(output_path.resolve())})
-    if result.get("instructions") is not None:
-        counts = [int(c) for c in result["instructions"]]
-        # the first sample's count: deterministic for the same input, whatever runs after it
-        # (counts vary a little with the data: clamps and max-pooling branch)
-        report["instructions"] = counts[0]
-        report["instructions_median"] = int(np.median(counts))
-        report["instructions_min"], report["instructions_max"] = min(counts), max(counts)
-        report["instructions_per_sample"] = counts
-        report["instructions_note"] = "guest instructions under QEMU -icount shift=0 (not cycles on silicon)"
+    report.update(instruction_summary(result.get("instructions")))
+    report.update(timing_summary(result.get("times_ns") or [], result.get("timing_note", "")))
     if result.get("layer_instructions"):  # per-layer profile (firmware built with -D<NAME>_PROFILE)
-        from .compiler import frontend_and_passes
-        from .runners.firmware import layer_macs, layer_profile, layer_table
-        report.update(layer_profile(info, result["layer_instructions"][0], layer_macs(frontend_and_passes(req)),
-                                    report["instructions"]))
+        from .runners.firmware import layer_table
+        report.update(profile_of_run(req, info, result["layer_instructions"][0], report["instructions"]))
         print(layer_table(report), file=sys.stderr)
+        if out_dir is not None:
+            report["report_html"] = rewrite_report_with_profile(info, Path(info["out_dir"]), report["layers"])
     if out_dir is None:
         report.pop("artifacts", None)
         report.pop("out_dir", None)
     return report
+
+
+def instruction_summary(counts: list | None) -> dict:
+    """Guest instructions per inference on QEMU firmware boards (empty elsewhere)."""
+    if counts is None:
+        return {}
+    counts = [int(c) for c in counts]
+    # the first sample's count: deterministic for the same input, whatever runs after it
+    # (counts vary a little with the data: clamps and max-pooling branch)
+    return {"instructions": counts[0], "instructions_median": int(np.median(counts)),
+            "instructions_min": min(counts), "instructions_max": max(counts), "instructions_per_sample": counts,
+            "instructions_note": "guest instructions under QEMU -icount shift=0 (not cycles on silicon)"}
+
+
+def timing_summary(times_ns: list[int], note: str) -> dict:
+    """Time per inference on host and Linux boards: the median of repeated runs of one sample."""
+    if not times_ns:
+        return {}
+    return {"time_per_inference_us": round(float(np.median(times_ns)) / 1000.0, 3), "timing_repeats": len(times_ns),
+            "timing_note": note}
+
+
+def profile_of_run(req: CompileRequest, info: dict, counts: dict[int, int], instructions: int) -> dict:
+    from .compiler import frontend_and_passes
+    from .runners.firmware import layer_macs, layer_profile
+    return layer_profile(info, counts, layer_macs(frontend_and_passes(req)), instructions)
+
+
+def rewrite_report_with_profile(info: dict, out_dir: Path, layers: list[dict]) -> str:
+    """report.json and report.html of the kept build, now with the per-layer profile."""
+    write_report(info, out_dir, layers)
+    return str(out_dir / "report.html")
 
 
 def list_boards() -> dict:
@@ -161,25 +212,33 @@ def make_request(args) -> CompileRequest:
     if model is None:
         if args.command != "build":
             raise UsageError("--model is required")
-        model = EXAMPLE_MODEL
-        calib = calib or str(EXAMPLE_CALIB)
-    if calib not in (None, "random") and not Path(calib).exists():
-        raise UsageError(f"--calib file '{calib}' does not exist")
+        model, calib = bundled_example(calib)
+    if calib not in (None, "random"):
+        require_file(Path(calib), "--calib")
     return CompileRequest(model=model.resolve() if model.exists() else model, board=board, profile=profile,
                           precision=args.precision, calib=calib, calib_method=args.calib_method, name=args.name,
                           input_shapes=parse_input_shapes(args.input_shape), progress=sys.stderr.isatty(),
                           accuracy_target=args.accuracy_target,
-                          int16_layers=[n for n in (args.int16_layers or "").split(",") if n], plugins=plugins)
+                          int16_layers=[n for n in (args.int16_layers or "").split(",") if n], plugins=plugins,
+                          threads=getattr(args, "threads", 1))
+
+
+def bundled_example(calib: str | None) -> tuple[Path, str]:
+    """`build` without --model builds the bundled example, and says so (it is easy to forget --model)."""
+    calib = calib or str(EXAMPLE_CALIB)
+    print(f"cuvil-sdk: note: no --model given: building the bundled example {EXAMPLE_MODEL.name} "
+          f"(calibration {Path(calib).name})", file=sys.stderr)
+    return EXAMPLE_MODEL, calib
 
 
 def example_accuracy(board: Board, info: dict) -> dict:
     """The main job's --run: the bundled digits test set on the built artifact."""
     data = np.load(EXAMPLE_DATA)
     g_inputs = [t["name"] for t in info["inputs"]]
-    samples = [{g_inputs[0]: x[None]} for x in data["x_test"]]
+    samples = [{g_inputs[0]: x[None]} for x in data["x"]]
     result = run_samples(board, info, samples, sys.stderr.isatty())
     logits = np.concatenate([r[info["outputs"][0]["name"]] for r in result["outputs"]])
-    accuracy = float((logits.reshape(len(samples), -1).argmax(1) == data["y_test"]).mean())
+    accuracy = float((logits.reshape(len(samples), -1).argmax(1) == data["y"]).mean())
     report = {"samples": len(samples), "accuracy": accuracy}
     if result.get("instructions") is not None:
         report["instructions"] = int(np.median(result["instructions"]))  # median over the test set

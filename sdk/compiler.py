@@ -139,6 +139,11 @@ def compile_into(req: CompileRequest, out_dir: Path) -> dict:
     return info
 
 
+# What a failed build keeps under the requested output folder (the link map of an image over
+# its budget), so it can be inspected; the next successful build replaces the folder.
+KEPT_ON_FAILURE = "failed-build"
+
+
 class StagedOutput:
     """Write into DIR.partial and move it to DIR only on success, so a failed command
     leaves neither a half-written folder nor a stale one that looks fresh."""
@@ -148,13 +153,17 @@ class StagedOutput:
         self.partial = self.final.with_name(self.final.name + ".partial")
 
     def __enter__(self) -> Path:
-        if self.final.exists() and not (self.final / "manifest.json").exists() and any(self.final.iterdir()):
+        if self.final.exists() and not (self.final / "manifest.json").exists() and not self.only_kept_on_failure():
             raise UsageError(f"output folder '{self.final}' exists and was not made by cuvil-sdk; choose another -o")
         shutil.rmtree(self.partial, ignore_errors=True)
         # remember which parent folders we create, so a failure can remove them again
         self.created = [p for p in reversed(self.partial.parents) if not p.exists()]
         self.partial.mkdir(parents=True)
         return self.partial
+
+    def only_kept_on_failure(self) -> bool:
+        """Empty, or holding only what a failed build of ours kept (KEPT_ON_FAILURE)."""
+        return all(p.name == KEPT_ON_FAILURE for p in self.final.iterdir())
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc_type is None:

@@ -1,5 +1,10 @@
 """Data files (README, data files): .npy for a single-input model, .npz keyed by input name.
-A leading sample axis is allowed when the model's batch dimension is 1."""
+
+A leading sample axis is allowed: for an input of shape S, an array of shape (N, *S) is N
+samples, and when the batch dimension is 1, so is (N, *S[1:]). Every file problem is a
+ModelError (exit 3) naming the file: missing, not a NumPy file, wrong keys or shapes, or
+values that are not finite (NaN or Inf), with the first bad sample's index.
+"""
 from __future__ import annotations
 
 import zipfile
@@ -10,18 +15,69 @@ import numpy as np
 from .errors import ModelError
 from .ir import Graph
 
+NPY_MAGIC = b"\x93NUMPY"
+ZIP_MAGIC = b"PK\x03\x04"
 
-def read_arrays(path: Path, input_names: list[str]) -> dict[str, np.ndarray]:
+
+def shape_text(shape: tuple) -> str:
+    """A shape as users write it: (N, 1, 8, 8); symbolic dimensions as their names."""
+    return "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+def require_file(path: Path, what: str) -> Path:
+    """The same exit code (3) and message for every input file that is missing."""
+    path = Path(path)
     if not path.is_file():
-        raise ModelError(f"data file '{path}' does not exist")
+        raise ModelError(f"{what} file '{path}' does not exist")
+    return path
+
+
+def check_numpy_file(path: Path) -> None:
+    """Refuse, by its first bytes, a file that is not .npy or .npz, before numpy gives its own
+    message (for a text file: one about pickled data)."""
+    with open(path, "rb") as f:
+        head = f.read(len(NPY_MAGIC))
+    if not head.startswith((NPY_MAGIC, ZIP_MAGIC)):
+        raise ModelError(f"'{path.name}' is not a NumPy file (.npy or .npz)")
+
+
+def load_arrays(path: Path, what: str = "data") -> dict[str, np.ndarray]:
+    """Every array of a .npy (key "") or .npz file, checked to be readable and finite."""
+    require_file(path, what)
+    check_numpy_file(path)
     try:
-        if path.suffix == ".npy":
-            arrays = {"": np.load(path, allow_pickle=False)}
+        loaded = np.load(path, allow_pickle=False)
+        if isinstance(loaded, np.ndarray):
+            arrays = {"": loaded}
         else:
-            with np.load(path, allow_pickle=False) as z:
+            with loaded as z:
                 arrays = {k: z[k] for k in z.files}
     except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
         raise ModelError(f"data file '{path.name}' cannot be read: {exc}") from None
+    for key, a in arrays.items():
+        check_finite(path, key, a)
+    return arrays
+
+
+def first_non_finite(a: np.ndarray) -> int | None:
+    """Index along the leading (sample) axis of the first sample with a NaN or Inf."""
+    if a.dtype.kind not in "fc" or a.size == 0:
+        return None
+    bad = ~np.isfinite(a.reshape(len(a), -1) if a.ndim else a.reshape(1, 1))
+    rows = np.flatnonzero(bad.any(axis=1))
+    return int(rows[0]) if len(rows) else None
+
+
+def check_finite(path: Path, key: str, a: np.ndarray) -> None:
+    index = first_non_finite(a)
+    if index is not None:
+        where = f"array '{key}' " if key else ""
+        raise ModelError(f"'{path.name}': {where}sample {index} has NaN or Inf values; data must be finite")
+
+
+def select_inputs(path: Path, arrays: dict[str, np.ndarray], input_names: list[str]) -> dict[str, np.ndarray]:
+    """The model's inputs among a file's arrays: a .npy for one input, else by input name, or
+    'x' (the documented key of a single-input .npz), or the only array."""
     if "" in arrays:
         if len(input_names) != 1:
             raise ModelError(f"'{path.name}': the model has {len(input_names)} inputs; use a .npz keyed by input name")
@@ -35,30 +91,50 @@ def read_arrays(path: Path, input_names: list[str]) -> dict[str, np.ndarray]:
     raise ModelError(f"'{path.name}' has arrays {sorted(arrays)}, expected the model's inputs {input_names}")
 
 
+def read_arrays(path: Path, input_names: list[str], what: str = "data") -> dict[str, np.ndarray]:
+    return select_inputs(path, load_arrays(path, what), input_names)
+
+
+def with_sample_axis(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
+    """a as (N, *shape), or None when its shape is none of the accepted forms."""
+    if a.shape == shape:
+        return a[None]
+    if a.shape[1:] == shape:
+        return a
+    if shape and shape[0] == 1 and a.shape[1:] == shape[1:]:
+        return a.reshape(len(a), *shape)
+    return None
+
+
+def accepted_shapes(shape: tuple[int, ...]) -> str:
+    if shape and shape[0] == 1:
+        return f"{shape_text(shape)} or {shape_text(('N',) + shape[1:])}"
+    return f"{shape_text(shape)} or {shape_text(('N',) + shape)}"
+
+
 def as_samples(g: Graph, arrays: dict[str, np.ndarray], what: str) -> list[dict[str, np.ndarray]]:
     """Split arrays into per-sample feeds shaped exactly as the model's inputs."""
     counts = set()
     shaped = {}
     for name, a in arrays.items():
-        shape = g.tensors[name].shape
+        shape = tuple(g.tensors[name].shape)
         a = np.asarray(a)
         if a.dtype.kind not in "fiu":
             raise ModelError(f"{what}: array for '{name}' has dtype {a.dtype}, expected numbers")
-        a = a.astype(np.float32)
-        if a.shape == shape:
-            a = a[None]
-        elif not (shape and shape[0] == 1 and a.shape[1:] == shape[1:]):
-            raise ModelError(f"{what}: array for '{name}' has shape {a.shape}, expected {shape} or (N, *{shape[1:]})")
-        counts.add(a.shape[0])
-        shaped[name] = a
+        stacked = with_sample_axis(a.astype(np.float32), shape)
+        if stacked is None:
+            raise ModelError(f"{what}: array for '{name}' has shape {shape_text(a.shape)}, expected "
+                             f"{accepted_shapes(shape)}")
+        counts.add(stacked.shape[0])
+        shaped[name] = stacked
     if len(counts) != 1 or 0 in counts:
         raise ModelError(f"{what}: inputs have different or zero sample counts {sorted(counts)}")
     n = counts.pop()
-    return [{name: a[i].reshape(g.tensors[name].shape) for name, a in shaped.items()} for i in range(n)]
+    return [{name: a[i] for name, a in shaped.items()} for i in range(n)]
 
 
 def load_samples(path: Path, g: Graph, what: str) -> list[dict[str, np.ndarray]]:
-    return as_samples(g, read_arrays(path, list(g.inputs)), what)
+    return as_samples(g, read_arrays(path, list(g.inputs), what), what)
 
 
 def random_samples(g: Graph, count: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
@@ -67,4 +143,6 @@ def random_samples(g: Graph, count: int, seed: int = 0) -> list[dict[str, np.nda
 
 
 def write_outputs(path: Path, names: list[str], per_sample: list[dict[str, np.ndarray]]) -> None:
-    np.savez(path, **{n: np.concatenate([s[n] for s in per_sample], axis=0) for n in names})
+    """Exactly the file named: np.savez given a path adds '.npz' to a name without it."""
+    with open(path, "wb") as f:
+        np.savez(f, **{n: np.concatenate([s[n] for s in per_sample], axis=0) for n in names})

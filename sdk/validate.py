@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from .compiler import CompileRequest
-from .data import as_samples, read_arrays
+from .data import as_samples, load_arrays, require_file, select_inputs
 from .errors import ModelError, ToolError, UsageError
 from .quant.requant import dequantize
 
@@ -74,9 +74,9 @@ def looks_random(x: np.ndarray) -> bool:
 
 
 def load_validation_data(path: Path, g) -> tuple[list[dict], np.ndarray | None, np.ndarray]:
-    with np.load(path, allow_pickle=False) as z:
-        labels = z["y"] if "y" in z.files else None
-    arrays = read_arrays(path, list(g.inputs))
+    everything = load_arrays(path, "validation data")
+    labels = everything.pop("y", None)
+    arrays = select_inputs(path, everything, list(g.inputs))
     samples = as_samples(g, arrays, "validation data")
     if labels is not None and len(labels) != len(samples):
         raise ModelError(f"'{path.name}': {len(labels)} labels for {len(samples)} samples")
@@ -85,6 +85,7 @@ def load_validation_data(path: Path, g) -> tuple[list[dict], np.ndarray | None, 
 
 def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int) -> dict:
     from .commands import do_build, input_graph, run_samples
+    require_file(data, "--data")
     if data.suffix != ".npz":
         raise ModelError(f"validation data '{data.name}' must be a .npz with 'x' (or input names) and optional 'y'")
     g = input_graph(req)

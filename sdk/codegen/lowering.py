@@ -145,6 +145,9 @@ def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: Code
         providers = sorted({k["plugin"] for k in out.plugin_kernels if k["layer"] == node.name})
         if providers:  # reports say which layers run a plugin's kernel
             out.layers[-1]["kernel_plugin"] = ", ".join(providers)
+        # the same weights in the portable layout (int8 for int8 layers), before a kernel set
+        # re-laid them out (the Cortex-M DSP set widens them to int16): reports show both
+        out.layers[-1]["portable_weight_bytes"] = weight_bytes_of(op_calls(node, g, options))
     return out
 
 
@@ -158,6 +161,10 @@ def layer_row(index: int, node, g: Graph, plan: ArenaPlan, kernel: str, calls: i
             "arena_offset": plan.offsets.get(out.name), "onnx_tensor": origin[0], "onnx_perm": origin[1],
             "scale": out.q.scalar()[0] if out.q is not None else None,
             "zero_point": out.q.scalar()[1] if out.q is not None else None}
+
+
+def weight_bytes_of(calls: list[KernelCall]) -> int:
+    return sum(np.asarray(a.data).nbytes for c in calls for a in c.args.values() if isinstance(a, Weight))
 
 
 def render_arg(c: KernelCall, p: Param, g: Graph, plan: ArenaPlan, out: Lowered, namer: Namer, hint: str) -> str:

@@ -44,7 +44,7 @@ def float_function(node: Node, g: Graph) -> Callable[[np.ndarray], np.ndarray]:
         alpha = float(node.attrs.get("alpha", 0.01))
         return lambda x: np.where(x >= 0, x, x * alpha)
     if op == "Sigmoid":
-        return lambda x: 1.0 / (1.0 + np.exp(-x))
+        return sigmoid
     if op == "HardSwish":
         return lambda x: x * np.clip(x / 6.0 + 0.5, 0.0, 1.0)
     return np.tanh
@@ -98,3 +98,10 @@ def make_activation(op_type: str) -> type[OpDef]:
 
 for _op in ACT_CODES:
     register(make_activation(_op))
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)). For very negative x, exp(-x) overflows to inf on purpose: 1 / inf is
+    the exact 0, so that overflow is expected here and not reported to the user."""
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))

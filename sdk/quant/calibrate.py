@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..ir import Graph
-from ..reference import run_float
+from ..reference.interpreter import run_float_checked
 
 METHODS = ("minmax", "percentile", "mse")
 PERCENTILE = 99.99
@@ -78,7 +78,7 @@ def calibrate(g: Graph, samples: Iterable[dict[str, np.ndarray]], count: int, me
               progress: bool = False) -> RangeObserver:
     observer = RangeObserver(method)
     for i, feeds in enumerate(samples):
-        for name, value in run_float(g, feeds, keep_all=True).items():
+        for name, value in run_float_checked(g, feeds).items():
             if name in g.tensors and not g.tensors[name].is_const:
                 observer.observe(name, value)
         if progress:

@@ -7,11 +7,12 @@ import copy
 
 import numpy as np
 
-from ..errors import UsageError
+from ..errors import ModelError, UsageError
 from ..ir import Graph, QParams
 from ..ops import get_op
 from .calibrate import RangeObserver
 from .int16 import widen_layers
+from .requant import RequantRangeError
 from .mixed import keep_in_float
 
 
@@ -70,6 +71,15 @@ def quantize_graph(g: Graph, observer: RangeObserver | None, keep_float: set[str
     wide_tensors = widen_layers(g, set(int16), observer) if int16 else set()
     for node in g.nodes:
         if node.precision != "fp32":
-            get_op(node.op).quantize(node, g)
+            quantize_node(node, g)
     for t in g.activations():
         t.dtype = "float32" if t.name in float_tensors else "int16" if t.name in wide_tensors else "int8"
+
+
+def quantize_node(node, g: Graph) -> None:
+    """The op's integer constants; scales it cannot represent reject the model, naming the layer."""
+    try:
+        get_op(node.op).quantize(node, g)
+    except RequantRangeError as exc:
+        raise ModelError(f"layer '{node.name}' ({node.op}): {exc}: its weights or scales cannot be represented "
+                         f"in int8 arithmetic") from None

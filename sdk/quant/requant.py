@@ -25,6 +25,11 @@ import numpy as np
 INT8_MIN, INT8_MAX = -128, 127
 
 
+class RequantRangeError(ValueError):
+    """A scale ratio that the integer requantization cannot represent (the model's weights or
+    scales are out of range); quantize_graph turns it into a ModelError naming the layer."""
+
+
 def quantize_multiplier(real: float, bits: int = 31) -> tuple[int, int]:
     """(M, S) with M in [2^(bits-1), 2^bits) and S in [1, 62] such that real ~= M / 2^S.
     int16 (16x8) layers use bits=15: their 64-bit accumulators times M must stay in int64."""
@@ -40,7 +45,7 @@ def quantize_multiplier(real: float, bits: int = 31) -> tuple[int, int]:
         m >>= shift - 62
         shift = 62
     if shift < 1:
-        raise ValueError(f"requantization factor {real} is too large")
+        raise RequantRangeError(f"requantization factor {real:.3g} is too large (the limit is 2^{bits - 1})")
     return int(m), int(shift)
 
 
@@ -94,7 +99,7 @@ def add_multipliers(ra: float, rb: float) -> tuple[int, int, int]:
     while shift > 1 and round(top * (1 << shift)) >= (1 << ADD_MULT_BITS):
         shift -= 1
     if round(top * (1 << shift)) >= (1 << ADD_MULT_BITS):
-        raise ValueError("element-wise scales differ too much to requantize")
+        raise RequantRangeError("element-wise scales differ too much to requantize")
     return round(ra * (1 << shift)), round(rb * (1 << shift)), shift
 
 

@@ -6,6 +6,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import ModelError
 from ..ir import Graph
 from ..ops import get_op
 from ..quant.requant import dequantize, quantize_float
@@ -24,6 +25,33 @@ def _run(g: Graph, feeds: dict[str, np.ndarray], step: Callable, keep_all: bool)
 
 def run_float(g: Graph, feeds: dict[str, np.ndarray], keep_all: bool = False) -> dict[str, np.ndarray]:
     return _run(g, feeds, lambda node, xs: get_op(node.op).run_float(node, g, xs), keep_all)
+
+
+def run_float_checked(g: Graph, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every float value (keep_all), refusing the model, with the layer's name, when a layer's
+    weights take its value out of float32's range on finite inputs."""
+    def step(node, xs):
+        # Overflow inside an op may be harmless (exp(-x) of a large x in Sigmoid gives 0), so
+        # numpy's flags are not the test: the layer's result is, right below.
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = get_op(node.op).run_float(node, g, xs)
+        for name, value in zip(node.outputs, values):
+            if out_of_range(node, g, np.asarray(value)):
+                raise ModelError(f"layer '{node.name}' ({node.op}): its output '{name}' is not finite (NaN or Inf) "
+                                 f"on the calibration data: its weights take it out of float32's range")
+        return values
+    return _run(g, feeds, step, True)
+
+
+def out_of_range(node, g: Graph, value: np.ndarray) -> bool:
+    """NaN anywhere, or an infinity from a layer with constant (weight) inputs. Other layers may
+    give -inf on purpose (a max-pooling window that lies wholly in the padding)."""
+    if value.dtype.kind != "f":
+        return False
+    if np.isnan(value).any():
+        return True
+    weighted = any(i and g.tensors[i].is_const for i in node.inputs)
+    return weighted and not np.isfinite(value).all()
 
 
 def run_int(g: Graph, feeds: dict[str, np.ndarray], keep_all: bool = False) -> dict[str, np.ndarray]:

@@ -60,44 +60,52 @@ def _failure_line(stderr: str) -> str:
 
 
 def run_harness(board: Board, exe: Path, data: bytes, samples: int, bytes_per_sample: int,
-                timeout_s: float, progress: bool = False) -> bytes:
-    """Run the harness on input.bin = data in a temporary folder; return output.bin."""
+                timeout_s: float, progress: bool = False, work_dir: Path | None = None) -> bytes:
+    """Run the harness on input.bin = data in work_dir (kept: it also holds timing.txt) or a
+    temporary folder; return output.bin."""
     exe = Path(exe)
     if not exe.is_file():
         raise ToolError(f"no harness executable at {exe} (the build did not make it)")
     command = qemu_user_command(board, exe)
-    with tempfile.TemporaryDirectory(prefix="cuvil-qemu-user-") as tmp:
-        work = Path(tmp)
-        (work / "input.bin").write_bytes(data)
-        output = work / "output.bin"
-        with open(work / "stderr.txt", "wb") as err_file, Progress("running", samples, progress) as bar:
-            # A session of its own, so that a timeout kills QEMU and anything it started.
-            proc = subprocess.Popen(command, cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=err_file, start_new_session=True)
-            deadline = time.monotonic() + timeout_s
-            while proc.poll() is None:
-                if time.monotonic() > deadline:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-                    raise TargetError(f"harness {exe.name} hung: no exit after {timeout_s:g} s under "
-                                      f"{command[0]} (killed)")
-                time.sleep(POLL_S)
-                if progress and output.exists() and bytes_per_sample:
-                    while bar.done < min(samples, output.stat().st_size // bytes_per_sample):
-                        bar.step()
-            if proc.returncode == 0:
-                while bar.done < samples:
+    if work_dir is None:
+        with tempfile.TemporaryDirectory(prefix="cuvil-qemu-user-") as tmp:
+            return run_in(command, exe, Path(tmp), data, samples, bytes_per_sample, timeout_s, progress)
+    return run_in(command, exe, Path(work_dir), data, samples, bytes_per_sample, timeout_s, progress)
+
+
+def run_in(command: list[str], exe: Path, work: Path, data: bytes, samples: int, bytes_per_sample: int,
+           timeout_s: float, progress: bool) -> bytes:
+    """One harness run in the folder `work`; returns output.bin."""
+    (work / "input.bin").write_bytes(data)
+    output = work / "output.bin"
+    with open(work / "stderr.txt", "wb") as err_file, Progress("running", samples, progress) as bar:
+        # A session of its own, so that a timeout kills QEMU and anything it started.
+        proc = subprocess.Popen(command, cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=err_file, start_new_session=True)
+        deadline = time.monotonic() + timeout_s
+        while proc.poll() is None:
+            if time.monotonic() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise TargetError(f"harness {exe.name} hung: no exit after {timeout_s:g} s under "
+                                  f"{command[0]} (killed)")
+            time.sleep(POLL_S)
+            if progress and output.exists() and bytes_per_sample:
+                while bar.done < min(samples, output.stat().st_size // bytes_per_sample):
                     bar.step()
-        stderr = (work / "stderr.txt").read_text(errors="replace")
-        if proc.returncode != 0:
-            line = _failure_line(stderr)
-            if line.startswith(f"{Path(command[0]).name}:"):  # e.g. the loader is missing
-                raise ToolError(f"{command[0]} could not run {exe.name}: {line}")
-            how = f"exit code {proc.returncode}" if proc.returncode > 0 else f"signal {-proc.returncode}"
-            raise TargetError(f"harness {exe.name} failed ({how}): {line}")
-        if not output.exists():
-            raise TargetError(f"harness {exe.name} exited 0 but wrote no output.bin")
-        return output.read_bytes()
+        if proc.returncode == 0:
+            while bar.done < samples:
+                bar.step()
+    stderr = (work / "stderr.txt").read_text(errors="replace")
+    if proc.returncode != 0:
+        line = _failure_line(stderr)
+        if line.startswith(f"{Path(command[0]).name}:"):  # e.g. the loader is missing
+            raise ToolError(f"{command[0]} could not run {exe.name}: {line}")
+        how = f"exit code {proc.returncode}" if proc.returncode > 0 else f"signal {-proc.returncode}"
+        raise TargetError(f"harness {exe.name} failed ({how}): {line}")
+    if not output.exists():
+        raise TargetError(f"harness {exe.name} exited 0 but wrote no output.bin")
+    return output.read_bytes()
 
 
 def run_on_qemu_user(board: Board, info: dict, samples: list[dict[str, np.ndarray]], progress: bool) -> dict:
@@ -110,7 +118,18 @@ def run_on_qemu_user(board: Board, info: dict, samples: list[dict[str, np.ndarra
     dtype = output_dtype(info)
     sizes = [t["size"] for t in info["outputs"]]
     timeout = 30.0 + SECONDS_PER_SAMPLE * len(samples)
-    output = run_harness(board, harness_path(info), data, len(samples), sum(sizes) * dtype.itemsize, timeout,
-                         progress)
+    with tempfile.TemporaryDirectory(prefix="cuvil-qemu-user-") as tmp:
+        output = run_harness(board, harness_path(info), data, len(samples), sum(sizes) * dtype.itemsize, timeout,
+                             progress, Path(tmp))
+        timing = read_timing(Path(tmp) / "timing.txt")
     raw = split_outputs(output, len(samples), sizes, dtype)
-    return {"outputs": decode_outputs(info, raw, len(samples)), "instructions": None, "raw": raw}
+    return {"outputs": decode_outputs(info, raw, len(samples)), "instructions": None, "raw": raw,
+            "times_ns": timing, "timing_note": f"emulated time under {Path(board.get('run.command')[0]).name} "
+                                                f"on this host, not the speed of the board"}
+
+
+def read_timing(path: Path) -> list[int]:
+    """Nanoseconds per timed run from the harness's timing.txt ("ns <n>" lines); [] without it."""
+    if not path.is_file():
+        return []
+    return [int(line.split()[1]) for line in path.read_text().splitlines() if line.startswith("ns ")]
