@@ -167,7 +167,8 @@ def do_compile(args: argparse.Namespace) -> None:
     from . import commands
     req = commands.make_request(args)
     info = commands.do_compile(req, out_dir_of(args, req))
-    report = {k: info[k] for k in ("name", "board", "profile", "precision", "arena_bytes", "weight_bytes", "out_dir")}
+    report = {k: info[k] for k in ("name", "board", "profile", "precision", "arena_bytes", "weight_bytes", "out_dir",
+                                   "fallbacks")}
     emit(report, args.json, f"generated {info['name']} in {info['out_dir']} (arena {info['arena_bytes']} B)")
 
 

@@ -120,7 +120,7 @@ def run_samples(board: Board, info: dict, samples: list, progress: bool, layers:
 
 def summary_of_build(info: dict) -> dict:
     keys = ("name", "board", "profile", "precision", "arena_bytes", "flash_bytes", "ram_bytes", "weight_bytes",
-            "artifacts", "out_dir", "size", "fits", "float_layers", "int16_layers", "cuda", "plugin_kernels")
+            "artifacts", "out_dir", "size", "fits", "float_layers", "int16_layers", "cuda", "plugin_kernels", "fallbacks")
     return {k: info[k] for k in keys if k in info}
 
 

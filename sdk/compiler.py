@@ -136,7 +136,16 @@ def compile_into(req: CompileRequest, out_dir: Path) -> dict:
     info["arena"] = plan.buffers
     assemble_project(req.board, out_dir, info)
     dump_manifest(info, out_dir)
+    report_fallbacks(info["fallbacks"])
     return info
+
+
+def report_fallbacks(fallbacks: list[dict]) -> None:
+    """One line on stderr per layer that runs a portable kernel on a board with a faster set:
+    a slow path is never taken in silence."""
+    for f in fallbacks:
+        print(f"cuvil-sdk: note: layer '{f['layer']}' ({f['op']}) runs the portable kernel {f['kernel']}: "
+              f"{f['reason']}", file=sys.stderr)
 
 
 # What a failed build keeps under the requested output folder (the link map of an image over

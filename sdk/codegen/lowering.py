@@ -78,17 +78,21 @@ class Fallback:
 
 def select_kernel(c: KernelCall, node, g: Graph, kernel_sets: list[str], options: CodegenOptions,
                   fallbacks: list[Fallback]) -> list[KernelCall]:
-    """The call(s) of the first set in `kernel_sets` (then portable) that takes `c`; a set
-    that declines says why, in `fallbacks`."""
+    """The call(s) of the first set in `kernel_sets` (then portable) that takes `c`. When the
+    portable kernel ends up running it on a board that has a faster set, `fallbacks` says
+    why: each set's reason for declining, or that the set has no kernel for it at all."""
     load_all()
-    declined = []
+    reasons = []
     for set_name in kernel_sets:
         answer = KERNEL_SETS[set_name].specialise(c, node, g, options)
         if isinstance(answer, Declined):
-            declined.append(Fallback(node.name, node.op, c.kernel, f"{set_name}: {answer.reason}"))
+            reasons.append(f"{set_name}: {answer.reason}")
+        elif answer is None and set_name != "portable":
+            reasons.append(f"{set_name}: no {set_name} kernel for {c.kernel}")
         elif answer is not None:
             return answer if isinstance(answer, list) else [answer]
-    fallbacks.extend(declined)  # only when the portable kernel ends up running it
+    if reasons:
+        fallbacks.append(Fallback(node.name, node.op, c.kernel, "; ".join(reasons)))
     return [c]
 
 

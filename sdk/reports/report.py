@@ -125,6 +125,7 @@ def build_report(info: dict, profile: list[dict] | None = None) -> dict:
         "arena": {"bytes": info["arena_bytes"], "live_bytes_per_layer": live, "peak_live_bytes": max(live, default=0),
                   "buffers": info.get("arena", [])},
         "profiled": bool(profile),
+        "fallbacks": info.get("fallbacks", []),
     }
 
 
