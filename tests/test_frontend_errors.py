@@ -644,3 +644,13 @@ def test_fresh_process(tmp_path, runner, how):
     assert "bad.onnx" in compile_fails(tmp_path, tmp_path / "bad.onnx")
     assert "--bogus" in compile_fails(tmp_path, model, "--bogus", code=USAGE)
     compile_ok(tmp_path, model, "--precision", "fp32")
+
+
+def test_reduce_mean_other_than_spatial_is_refused_naming_the_axes(tmp_path):
+    """ReduceMean over H, W is PyTorch's global average pooling (supported); over channels it is not yet."""
+    node = helper.make_node("ReduceMean", ["x"], ["y"], name="mean_c", axes=[1], keepdims=1)
+    graph = helper.make_graph([node], "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 3, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    message = compile_fails(tmp_path, save(model, tmp_path / "m.onnx"))
+    assert "mean_c" in message and "axes [1] of a 4-D tensor" in message, message

@@ -192,6 +192,10 @@ CASES: dict[str, Case] = {
     "avgpool-kernel-3x2": Case("AveragePool", [X(2, 2, 9, 8)], kernel_shape=[3, 2], strides=[1, 2]),
     "globalavgpool": Case("GlobalAveragePool", [X(1, 3, 5, 7)]),
     "globalavgpool-1x1": Case("GlobalAveragePool", [X(2, 4, 1, 1)]),
+    # PyTorch's global average pool: ReduceMean over H, W (axes as attribute before opset 18, an input after)
+    "reducemean-hw-keepdims": Case("ReduceMean", [X(1, 6, 5, 7)], axes=[2, 3], keepdims=1),
+    "reducemean-hw-negative": Case("ReduceMean", [X(2, 4, 3, 3)], axes=[-1, -2], keepdims=0),
+    "reducemean-hw-opset18": Case("ReduceMean", [X(1, 8, 4, 6), C([2, 3], np.int64)], opset=18, keepdims=0),
     # data movement
     "reshape-0-minus1": Case("Reshape", [X(1, 2, 3, 4), C([0, -1], np.int64)]),
     "reshape-explicit": Case("Reshape", [X(1, 2, 3, 4), C([2, 12], np.int64)]),
@@ -388,6 +392,7 @@ INT8_CASES = {
     "avgpool-pad-include-ceil": Case("AveragePool", [X(1, 2, 9, 10)], kernel_shape=[3, 3], strides=[2, 2],
                                      pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1),
     "globalavgpool": Case("GlobalAveragePool", [X(1, 3, 5, 7)]),
+    "reducemean-hw-opset18": Case("ReduceMean", [X(1, 8, 4, 6), C([2, 3], np.int64)], opset=18, keepdims=0),
     "maxpool-ceil-pad": Case("MaxPool", [X(1, 2, 9, 10)], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
                              ceil_mode=1),
     "concat": Case("Concat", [X(1, 2, 4, 4), X(1, 3, 4, 4, scale=4.0)], axis=1),

@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (imported for registration)
     gemm,
     normalization,
     pool,
+    reduce,
     shape,
     softmax,
 )

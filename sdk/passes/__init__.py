@@ -8,8 +8,10 @@ from .cleanup import remove_identities
 from .constant_folding import fold_constants
 from .fuse_activation import fuse_activations
 from .layout import to_channels_last
+from .reduce_mean import reduce_mean_to_global_pool
 
-PIPELINE = [remove_identities, fold_constants, fold_batchnorm, fuse_activations, to_channels_last]
+PIPELINE = [remove_identities, fold_constants, reduce_mean_to_global_pool, fold_batchnorm, fuse_activations,
+            to_channels_last]
 
 
 def optimize(g: Graph) -> None:
@@ -19,4 +21,4 @@ def optimize(g: Graph) -> None:
 
 
 __all__ = ["PIPELINE", "optimize", "fold_batchnorm", "remove_identities", "fold_constants", "fuse_activations",
-           "to_channels_last"]
+           "to_channels_last", "reduce_mean_to_global_pool"]
