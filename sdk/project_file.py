@@ -324,6 +324,7 @@ profile = "lite"             # what it may contain: `cuvil-sdk profiles` (lite: 
 # threads = 1                # standard profile on Linux boards: split large layers over N threads
 # plugins = ["my_ops/square_plus.py"]   # custom operators (docs/custom_ops.md)
 # out-dir = "cuvil-build/firmware"      # output folder
+# jobs = 4                   # parallel compile jobs (default: the number of CPUs)
 # shared-arena = true        # several models in one firmware: one arena, the largest model's (they run
                              # one at a time); false gives each model its own arena (they run concurrently)
 # image = "firmware"         # several models in one firmware: build/<image>.elf
@@ -340,6 +341,7 @@ calib = "calib.npy"          # calibration samples (.npy/.npz), or "random" (not
 # input = "x.npy"            # `cuvil-sdk run`: the input samples ...
 # output = "y.npz"           # ... and the outputs file it writes
 # data = "test.npz"          # `cuvil-sdk validate`: inputs x and labels y
+# per-layer = false          # `cuvil-sdk validate`: compare every layer's output too
 
 # [[models]]
 # model = "second.onnx"
