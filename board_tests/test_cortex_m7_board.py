@@ -35,7 +35,7 @@ from cuvil_sdk.codegen.firmware import render_firmware_files  # noqa: E402
 from cuvil_sdk.errors import BudgetError, TargetError, ToolError  # noqa: E402
 from cuvil_sdk.runners.qemu_m7 import encode_inputs, run_firmware  # noqa: E402
 from tools import missing_tools  # noqa: E402
-from cuvil_sdk.build import scons_command  # noqa: E402
+from cuvil_sdk.scons_build import scons_command  # noqa: E402
 
 NAME = "m7id"
 SIZE = 64  # M7ID_INPUT_0_SIZE == M7ID_OUTPUT_0_SIZE

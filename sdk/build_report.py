@@ -128,12 +128,21 @@ def parse_map(map_file: Path) -> LinkMap:
     return LinkMap(regions, sections, pieces)
 
 
-def _category(piece: Piece, name: str, board_objects: set[str]) -> str:
-    if piece.symbol == f"{name}_arena":
+def _owner(piece: Piece, names: tuple[str, ...]) -> str | None:
+    """The model a piece belongs to (its code, weights or own arena), among the image's models."""
+    for name in names:
+        if piece.symbol == f"{name}_arena" or piece.obj in (f"{name}.o", f"{name}_weights.o"):
+            return name
+    return None
+
+
+def _category(piece: Piece, name: str, board_objects: set[str], models: tuple[str, ...] = ()) -> str:
+    names = (name, *models)
+    if piece.symbol in {f"{n}_arena" for n in names}:
         return "arena"
-    if piece.obj == f"{name}_weights.o":
+    if piece.obj in {f"{n}_weights.o" for n in names}:
         return "weights"
-    if piece.obj == f"{name}.o":
+    if piece.obj in {f"{n}.o" for n in names}:
         return "model"
     if piece.obj == "harness.o":
         return "harness"
@@ -146,9 +155,11 @@ def _category(piece: Piece, name: str, board_objects: set[str]) -> str:
     return "alignment" if not piece.obj else "other"
 
 
-def memory_use(link: LinkMap, name: str, board: Board) -> dict[str, Any]:
-    """Bytes per region, per category (weights, model, arena, ...) and per symbol."""
+def memory_use(link: LinkMap, name: str, board: Board, models: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Bytes per region, per category (weights, model, arena, ...) and per symbol; for an image
+    of several models also per model ({model: {region: {category: bytes}}})."""
     by_region: dict[str, dict[str, int]] = {r: {} for r in link.regions}
+    by_model: dict[str, dict[str, dict[str, int]]] = {m: {r: {} for r in link.regions} for m in models}
     board_objects = {Path(s).stem + ".o" for s in board.get("firmware.sources", [])}
     items: list[dict[str, Any]] = []
     pieces = list(link.pieces)
@@ -160,7 +171,8 @@ def memory_use(link: LinkMap, name: str, board: Board) -> dict[str, Any]:
         if _NOT_LOADED.match(piece.output) or piece.output not in link.sections or piece.size == 0:
             continue
         vma, lma, _ = link.sections[piece.output]
-        category = _category(piece, name, board_objects)
+        category = _category(piece, name, board_objects, models)
+        owner = _owner(piece, models)
         # A section with contents loaded from elsewhere (.data) takes space in both regions.
         regions = {link.region_of(vma)}
         if not _NO_CONTENTS.match(piece.output):
@@ -168,10 +180,12 @@ def memory_use(link: LinkMap, name: str, board: Board) -> dict[str, Any]:
         for region in regions:
             if region:
                 by_region[region][category] = by_region[region].get(category, 0) + piece.size
+                if owner is not None:
+                    by_model[owner][region][category] = by_model[owner][region].get(category, 0) + piece.size
                 items.append({"symbol": piece.symbol, "object": piece.obj or "(linker script)",
                               "category": category, "region": region, "bytes": piece.size})
     items.sort(key=lambda i: -i["bytes"])
-    return {"regions": by_region, "items": items}
+    return {"regions": by_region, "items": items, "models": by_model}
 
 
 def _stack_graph(su_files: list[Path]) -> tuple[dict[str, int], dict[str, list[str]], set[str]]:
@@ -244,16 +258,17 @@ def _arena_from_nm(elf: Path, name: str, board: Board) -> int:
 
 
 def size_report(elf: Path, map_file: Path, su_files: list[Path], board: Board,
-                name: str | None = None) -> dict[str, Any]:
+                name: str | None = None, models: tuple[str, ...] = ()) -> dict[str, Any]:
     """Flash and RAM of a linked firmware image against the board's budget.
 
     The model name defaults to the ELF's stem (build/<name>.elf). Keys: flash_bytes,
     ram_bytes, arena_bytes, weights_bytes, flash_budget, ram_budget, fits, flash and ram
     (bytes per category: weights, model, arena, harness, board, libraries, stack,
     alignment, other), largest (the 10 biggest symbols), stack (reserved, estimate,
-    bounded, path)."""
+    bounded, path). An image of several models (`models`: their names) adds `models`: per
+    model its arena (its own, 0 when the image's arena is shared), weights, code and flash."""
     name = name or Path(elf).stem
-    report = _report(parse_map(map_file), name, board)
+    report = _report(parse_map(map_file), name, board, models)
     if report["arena_bytes"] == 0 and Path(elf).exists():  # arena in a custom section
         report["arena_bytes"] = _arena_from_nm(Path(elf), name, board)
     stack = stack_estimate(su_files)
@@ -263,13 +278,13 @@ def size_report(elf: Path, map_file: Path, su_files: list[Path], board: Board,
     return report
 
 
-def _report(link: LinkMap, name: str, board: Board) -> dict[str, Any]:
-    use = memory_use(link, name, board)
+def _report(link: LinkMap, name: str, board: Board, models: tuple[str, ...] = ()) -> dict[str, Any]:
+    use = memory_use(link, name, board, models)
     flash_region, ram_region = _flash_and_ram(link)
     flash = use["regions"].get(flash_region, {})
     ram = use["regions"].get(ram_region, {})
     flash_bytes, ram_bytes = sum(flash.values()), sum(ram.values())
-    return {
+    report = {
         "board": board.name,
         "flash_bytes": flash_bytes,
         "ram_bytes": ram_bytes,
@@ -282,6 +297,15 @@ def _report(link: LinkMap, name: str, board: Board) -> dict[str, Any]:
         "ram": dict(sorted(ram.items(), key=lambda kv: -kv[1])),
         "largest": use["items"][:10],
     }
+    if models:
+        report["models"] = [_model_use(m, use["models"][m], flash_region, ram_region) for m in models]
+    return report
+
+
+def _model_use(model: str, regions: dict[str, dict[str, int]], flash_region: str, ram_region: str) -> dict[str, Any]:
+    flash, ram = regions.get(flash_region, {}), regions.get(ram_region, {})
+    return {"name": model, "arena_bytes": ram.get("arena", 0), "weights_bytes": flash.get("weights", 0),
+            "code_bytes": flash.get("model", 0), "flash_bytes": sum(flash.values()), "ram_bytes": sum(ram.values())}
 
 
 def _flash_and_ram(link: LinkMap) -> tuple[str, str]:

@@ -26,11 +26,13 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
         p.add_argument("model", help="the ONNX model")
     else:
         p.add_argument("--model", help="the ONNX model")
-    p.add_argument("--board", required=True, help="where it runs (see `cuvil-sdk boards`)")
-    p.add_argument("--profile", required=True, help="what it may contain (see `cuvil-sdk profiles`)")
+    # --board and --profile are required, but may come from the project file (sdk/project_file.py):
+    # every option that has a project key defaults to None here, and is checked once the file is read
+    p.add_argument("--board", help="where it runs (see `cuvil-sdk boards`); required")
+    p.add_argument("--profile", help="what it may contain (see `cuvil-sdk profiles`); required")
     p.add_argument("--precision", choices=["int8", "fp16", "fp32"], help="default: the profile's")
     p.add_argument("--calib", help="calibration samples (.npy/.npz), or 'random' (not representative)")
-    p.add_argument("--calib-method", choices=METHODS, default="minmax", help="activation range method")
+    p.add_argument("--calib-method", choices=METHODS, help="activation range method (default: minmax)")
     p.add_argument("--name", help="C symbol prefix (default: the model file's name)")
     p.add_argument("--accuracy-target", type=float, metavar="COSINE",
                    help="keep the layers that hurt most in higher precision (float in standard, int16 "
@@ -50,13 +52,22 @@ def add_out_dir_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", dest="misplaced_output", help=argparse.SUPPRESS)
 
 
+def add_config_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="FILE", help="the project file (default: cuvil.toml in the working folder, "
+                   "if there is one); options given here override it")
+
+
+def add_jobs_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (default: the number of CPUs)")
+
+
 def add_plugin_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plugin", action="append", metavar="FILE.py|MODULE",
                    help="load custom ops from a plugin file or module (repeatable; see docs/custom_ops.md)")
 
 
 def add_threads_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threads", type=int, default=1, metavar="N",
+    p.add_argument("--threads", type=int, metavar="N",
                    help="standard profile on Linux boards: split large layers over N threads per call "
                         "(default 1: single-threaded code, no thread support compiled in)")
 
@@ -75,25 +86,28 @@ def build_parser() -> Parser:
     add_model_options(p)
     add_threads_option(p)
     add_out_dir_option(p)
-    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel compile jobs")
+    add_config_option(p)
+    add_jobs_option(p)
     p.add_argument("--run", action="store_true", help="then run the bundled example's test set on the target")
 
     p = sub.add_parser("run", help="build and run a model on data files (QEMU for boards)")
     add_model_options(p)
     add_threads_option(p)
-    p.add_argument("--input", required=True, help="input samples (.npy or .npz)")
-    p.add_argument("--output", required=True, help="the outputs file to write (.npz keyed by output name), "
-                   "exactly as named")
+    p.add_argument("--input", help="input samples (.npy or .npz); required")
+    p.add_argument("--output", help="the outputs file to write (.npz keyed by output name), exactly as named; "
+                   "required")
     p.add_argument("-o", "--out-dir", "--build-dir", dest="out_dir", metavar="DIR",
                    help="output folder: keep the build there, with report.json/report.html (and the per-layer "
                         "profile on QEMU boards); default: a temporary folder, removed")
-    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    add_config_option(p)
+    add_jobs_option(p)
 
     p = sub.add_parser("validate", help="accuracy of the built artifact on the target against ONNX Runtime")
     add_model_options(p)
-    p.add_argument("--data", required=True, help=".npz with inputs 'x' (or by input name) and optional labels 'y'")
+    p.add_argument("--data", help=".npz with inputs 'x' (or by input name) and optional labels 'y'; required")
     p.add_argument("--per-layer", action="store_true", help="also compare every layer's output (debug build)")
-    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    add_config_option(p)
+    add_jobs_option(p)
 
     p = sub.add_parser("flash", help="flash firmware over a serial port (AN3155 bootloader)")
     p.add_argument("firmware", help="the .bin or .hex image")
@@ -106,6 +120,11 @@ def build_parser() -> Parser:
     for name, text in (("boards", "list the boards"), ("profiles", "list the profiles")):
         p = sub.add_parser(name, help=text)
         p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("init", help="write a commented starter project file (cuvil.toml) in this folder")
+    p.add_argument("--config", metavar="FILE", default="cuvil.toml", help="the file to write (default: cuvil.toml)")
+    p.add_argument("--force", action="store_true", help="replace the file if it exists")
+    p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("ops", help="list the ops (built-in and from plugins), their int8 rule and kernel sets")
     add_plugin_option(p)
@@ -163,8 +182,9 @@ def do_ops(args: argparse.Namespace) -> None:
     emit(report, args.json, human_ops(report))
 
 
-def do_compile(args: argparse.Namespace) -> None:
+def do_compile(plan) -> None:
     from . import commands
+    args = plan.runs[0]
     req = commands.make_request(args)
     info = commands.do_compile(req, out_dir_of(args, req))
     report = {k: info[k] for k in ("name", "board", "profile", "precision", "arena_bytes", "weight_bytes", "out_dir",
@@ -172,8 +192,20 @@ def do_compile(args: argparse.Namespace) -> None:
     emit(report, args.json, f"generated {info['name']} in {info['out_dir']} (arena {info['arena_bytes']} B)")
 
 
-def do_build(args: argparse.Namespace) -> None:
+def do_build(plan) -> None:
     from . import commands
+    args = plan.runs[0]
+    if plan.image:  # several models in one firmware image
+        info = commands.do_build_image(plan)
+        report = commands.summary_of_image(info)
+        emit(report, args.json, human_image(info, report))
+        return
+    if len(plan.runs) > 1:  # several models, each built on its own (not one firmware board)
+        infos = [commands.do_build(req, out_dir_of(run, req), run.jobs)
+                 for run, req in ((run, commands.make_request(run)) for run in plan.runs)]
+        emit({"models": [commands.summary_of_build(i) for i in infos]}, args.json,
+             "\n".join(human_build(i) for i in infos))
+        return
     req = commands.make_request(args)
     info = commands.do_build(req, out_dir_of(args, req), args.jobs)
     report = commands.summary_of_build(info)
@@ -184,6 +216,15 @@ def do_build(args: argparse.Namespace) -> None:
         if "instructions" in report["run"]:
             human += f"\n  {report['run']['instructions']} guest instructions per inference (QEMU -icount, not cycles)"
     emit(report, args.json, human)
+
+
+def human_image(info: dict, report: dict) -> str:
+    lines = [human_build(info)]
+    for m in report["models"]:
+        lines.append(f"  model {m['name']}: arena {m['arena_bytes']} B, weights {m['weights_bytes']} B, "
+                     f"flash {m['flash_bytes']} B")
+    lines.append(f"  arena {'shared' if info['shared_arena'] else 'one per model'}: {info['arena_bytes']} B")
+    return "\n".join(lines)
 
 
 def human_run(report: dict) -> str:
@@ -198,20 +239,32 @@ def human_run(report: dict) -> str:
     return human
 
 
-def do_run(args: argparse.Namespace) -> None:
+def do_run(plan) -> None:
     from . import commands
-    req = commands.make_request(args)
-    report = commands.do_run(req, Path(args.input), Path(args.output), Path(args.out_dir) if args.out_dir else None,
-                             args.jobs)
+    args = plan.runs[plan.selected]
+    out_dir = Path(args.out_dir) if args.out_dir else None
+    if plan.image:
+        report = commands.do_run_in_image(plan, Path(args.input), Path(args.output), out_dir)
+    else:
+        req = commands.make_request(args)
+        report = commands.do_run(req, Path(args.input), Path(args.output), out_dir, args.jobs)
     emit(report, args.json, human_run(report))
 
 
-def do_validate(args: argparse.Namespace) -> None:
+def do_validate(plan) -> None:
     from . import commands
     from .validate import human_table, validate
-    req = commands.make_request(args)
-    report = validate(req, Path(args.data), args.per_layer, args.jobs)
+    args = plan.runs[plan.selected]
+    build = commands.image_builder(plan) if plan.image else None
+    report = validate(commands.make_request(args), Path(args.data), args.per_layer, args.jobs, build=build)
     emit(report, args.json, human_table(report))
+
+
+def do_init(args: argparse.Namespace) -> None:
+    from .project_file import write_starter
+    path = write_starter(Path(args.config), args.force)
+    emit({"project_file": str(path.resolve())}, args.json,
+         f"wrote {path}: set `model` and `calib` (and board, profile), then run `cuvil-sdk build`")
 
 
 def do_flash(args: argparse.Namespace) -> None:
@@ -222,14 +275,21 @@ def do_flash(args: argparse.Namespace) -> None:
     emit(report, args.json, f"flashed {args.firmware} to {args.board} on {args.port}")
 
 
-COMMANDS = {"boards": do_list, "profiles": do_list, "compile": do_compile, "build": do_build, "run": do_run,
-            "validate": do_validate, "flash": do_flash, "ops": do_ops}
+COMMANDS = {"boards": do_list, "profiles": do_list, "flash": do_flash, "ops": do_ops, "init": do_init}
+MODEL_COMMANDS = {"compile": do_compile, "build": do_build, "run": do_run, "validate": do_validate}
 
 
 def dispatch(args: argparse.Namespace) -> None:
-    from .preflight import check_options
-    check_options(args)  # refuse what cannot work before any work is done
-    COMMANDS[args.command](args)
+    from .preflight import check_options, check_plan
+    if args.command not in MODEL_COMMANDS:
+        check_options(args)
+        COMMANDS[args.command](args)
+        return
+    from .boards import get_board
+    from .project_file import plan_command
+    plan = plan_command(args, lambda board: get_board(board).kind)  # the project file merged in, if any
+    check_plan(plan)  # refuse what cannot work before any work is done
+    MODEL_COMMANDS[args.command](plan)
 
 
 def wants_json(argv: list[str] | None) -> bool:

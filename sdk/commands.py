@@ -13,8 +13,8 @@ import numpy as np
 
 from . import PACKAGE_DIR
 from .boards import Board, all_boards, get_board
-from .build import artifacts, run_scons
-from .compiler import KEPT_ON_FAILURE, CompileRequest, StagedOutput, compile_into
+from .scons_build import artifacts, run_scons
+from .compiler import KEPT_ON_FAILURE, CompileRequest, StagedOutput, compile_into, compile_model
 from .data import load_samples, require_file, write_outputs
 from .errors import BudgetError, ToolError, UsageError
 from .frontend import load_model
@@ -90,14 +90,121 @@ def memory_report(board: Board, stage: Path, info: dict) -> dict:
         from .build_report import check_budget, check_no_malloc, size_report
         name = info["name"]
         build = stage / "build"
-        report = size_report(build / f"{name}.elf", build / f"{name}.map", sorted(build.rglob("*.su")), board)
+        models = tuple(m["name"] for m in info.get("models", []))  # an image of several models
+        report = size_report(build / f"{name}.elf", build / f"{name}.map", sorted(build.rglob("*.su")), board,
+                             models=models)
         check_budget(report)
-        check_no_malloc(build / f"{name}.elf", board, sorted(build.glob(f"obj/{name}*.o")))
+        objects = [o for n in models or (name,) for o in sorted(build.glob(f"obj/{n}*.o"))]
+        check_no_malloc(build / f"{name}.elf", board, objects)
+        if models:
+            report["models_memory"] = report.pop("models")
         return report
     lib = stage / "build" / f"lib{info['name']}.so"
     return {"arena_bytes": info["arena_bytes"], "ram_bytes": info["arena_bytes"],
             "flash_bytes": lib.stat().st_size if lib.exists() else 0,
             "flash_budget": board.flash_bytes, "ram_budget": board.ram_bytes}
+
+
+# --- several models in one firmware image (a project file with two or more [[models]]) ----------
+def image_requests(plan) -> list[CompileRequest]:
+    """One request per model of the image; their C prefixes must differ (and from the image's)."""
+    from .codegen.sanitize import c_identifier
+    reqs = [make_request(run) for run in plan.runs]
+    image = c_identifier(plan.runs[0].image)
+    seen: dict[str, Path] = {}
+    for req in reqs:
+        name = c_identifier(req.name or req.model.stem)
+        if name in seen or name == image:
+            other = f"model {seen[name].name}" if name in seen else "the image (key `image`)"
+            raise UsageError(f"{req.model.name} and {other} are both named '{name}': give the model another "
+                             f"`name` in its [[models]] table")
+        seen[name] = req.model
+    return reqs
+
+
+def image_out_dir(plan) -> Path:
+    args = plan.runs[0]
+    if args.out_dir:
+        return Path(args.out_dir)
+    return Path.cwd() / "cuvil-build" / f"{args.image}-{args.board}-{args.profile}"
+
+
+def do_build_image(plan, out_dir: Path | None = None) -> dict:
+    """Compile every model of the plan into one project, render the multi-model harness (one
+    arena for all, the largest model's, unless shared-arena = false), build one firmware image."""
+    from .codegen.project import aligned, assemble_image
+    from .codegen.sanitize import c_identifier
+    reqs = image_requests(plan)
+    args, board = plan.runs[0], reqs[0].board
+    image = c_identifier(args.image)
+    out_dir = (out_dir or image_out_dir(plan)).resolve()
+    with StagedOutput(out_dir) as stage:
+        infos = [compile_model(req, stage) for req in reqs]
+        info = assemble_image(board, stage, image, infos, bool(args.shared_arena))
+        with link_map_kept_on_budget_error(stage, out_dir, image):
+            build_checked(stage, board, image, args.jobs)
+            info.update(memory_report(board, stage, info))
+        info["artifacts"] = artifacts(stage, out_dir, image, board)
+        for req, model, use in zip(reqs, infos, info["models_memory"]):
+            model["artifacts"] = info["artifacts"]
+            model["harness_suffix"] = f"_{model['name']}"  # input_<name>.bin, output_<name>.bin, stats_<name>.txt
+            model["model"] = str(req.model)
+            model["memory"] = dict(use, arena_bytes=aligned(model["arena_bytes"]) if info["shared_arena"]
+                                   else use["arena_bytes"], arena_shared=info["shared_arena"])
+        write_image_reports(info, stage, out_dir)
+    info["out_dir"] = str(out_dir)
+    return info
+
+
+def write_image_reports(info: dict, stage: Path, out_dir: Path) -> None:
+    """report.json: the image's summary; report-<model>.json|html: each model's own report,
+    with the image's memory figures."""
+    import json
+    info["artifacts"].update({"report_json": str(out_dir / "report.json")})
+    for model in info["models"]:
+        write_report({**model, **{k: info[k] for k in ("flash_bytes", "ram_bytes", "flash_budget", "ram_budget",
+                                                       "flash", "ram", "fits", "stack") if k in info},
+                      "arena_bytes": info["arena_bytes"]}, stage, name=f"report-{model['name']}")
+        info["artifacts"][f"report_{model['name']}_html"] = str(out_dir / f"report-{model['name']}.html")
+    (stage / "report.json").write_text(json.dumps(summary_of_image(info), indent=2, default=str))
+
+
+def summary_of_image(info: dict) -> dict:
+    """build --json of an image: the image's figures and `models`, one entry per model."""
+    report = summary_of_build(info)
+    report["shared_arena"] = info["shared_arena"]
+    report["models"] = [{"name": m["name"], "model": m["model"], "precision": m["precision"],
+                         **{k: m["memory"][k] for k in ("arena_bytes", "weights_bytes", "code_bytes", "flash_bytes",
+                                                        "ram_bytes", "arena_shared")},
+                         "inputs": [t["name"] for t in m["inputs"]], "outputs": [t["name"] for t in m["outputs"]]}
+                        for m in info["models"]]
+    return report
+
+
+def image_builder(plan):
+    """For validate: build the plan's image into a folder, and give the selected model's info."""
+    return lambda out_dir: do_build_image(plan, out_dir)["models"][plan.selected]
+
+
+def do_run_in_image(plan, input_path: Path, output_path: Path, out_dir: Path | None) -> dict:
+    """run --model X in a project whose models share one firmware image: build the image and run
+    X's samples on it (its own harness files); the report is X's, with the image's figures."""
+    req = make_request(plan.runs[plan.selected])
+    require_file(input_path, "--input")
+    samples = load_samples(input_path, input_graph(req), "input data")
+    with tempfile.TemporaryDirectory(prefix="cuvil-run-") as tmp:
+        info = do_build_image(plan, out_dir or Path(tmp) / "project")
+        model = info["models"][plan.selected]
+        result = run_samples(req.board, model, samples, sys.stderr.isatty())
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    write_outputs(output_path, [t["name"] for t in model["outputs"]], result["outputs"])
+    report = summary_of_image(info)
+    report.update({"model": model["name"], "samples": len(samples), "outputs": str(output_path.resolve())})
+    report.update(instruction_summary(result.get("instructions")))
+    if out_dir is None:
+        report.pop("artifacts", None)
+        report.pop("out_dir", None)
+    return report
 
 
 def run_samples(board: Board, info: dict, samples: list, progress: bool, layers: bool = False,

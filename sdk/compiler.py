@@ -123,6 +123,15 @@ def higher_precision_layers(g: Graph, req: CompileRequest, observer, samples, mo
 
 def compile_into(req: CompileRequest, out_dir: Path) -> dict:
     """Compile the model into out_dir (which must be new or empty); returns the manifest."""
+    info = compile_model(req, out_dir)
+    assemble_project(req.board, out_dir, info)
+    dump_manifest(info, out_dir)
+    return info
+
+
+def compile_model(req: CompileRequest, out_dir: Path) -> dict:
+    """The model's own sources and kernels in out_dir/src, without the board's files and build
+    spec (several models of one firmware image share those: codegen/project.py)."""
     precision = choose_precision(req)
     threads = check_threads(req)
     g = frontend_and_passes(req)
@@ -134,8 +143,6 @@ def compile_into(req: CompileRequest, out_dir: Path) -> dict:
     info["threads"] = threads
     info.update(precision_layers)
     info["arena"] = plan.buffers
-    assemble_project(req.board, out_dir, info)
-    dump_manifest(info, out_dir)
     report_fallbacks(info["fallbacks"])
     return info
 
@@ -186,4 +193,4 @@ class StagedOutput:
         return False
 
 
-__all__ = ["CompileRequest", "compile_into", "StagedOutput", "CuvilError"]
+__all__ = ["CompileRequest", "compile_into", "compile_model", "StagedOutput", "CuvilError"]

@@ -557,9 +557,13 @@ def load_plugins(specs: Iterable[str] | None, base_dir: Path | None = None) -> l
     return loaded
 
 
+def is_file_spec(spec: str) -> bool:
+    """A plugin given as a file (`x.py`, `dir/x.py`), not as a module path (`pkg.ops`)."""
+    return spec.endswith(".py") or "/" in spec or "\\" in spec
+
+
 def load_plugin(spec: str, base_dir: Path) -> Plugin:
-    is_file = spec.endswith(".py") or "/" in spec or "\\" in spec
-    path = (base_dir / spec).resolve() if is_file else None
+    path = (base_dir / spec).resolve() if is_file_spec(spec) else None
     key = str(path) if path else spec
     if key in PLUGINS:
         return PLUGINS[key]

@@ -62,7 +62,7 @@ def check_options(args: argparse.Namespace) -> None:
         return
     board = get_board(args.board)
     check_precision_options(args)
-    if args.command == "build" and args.run:
+    if args.command == "build" and getattr(args, "run", False):
         if args.model:
             raise UsageError("--run runs the bundled example; use `cuvil-sdk run` for your own model")
         check_runnable(board, "build --run")
@@ -73,3 +73,15 @@ def check_options(args: argparse.Namespace) -> None:
     if args.command == "validate" and args.per_layer and not can_dump_layers(board):
         raise UsageError(f"--per-layer needs per-layer dumps, which board '{board.name}' cannot give yet "
                          f"(host boards and QEMU firmware boards can)")
+
+
+def check_plan(plan) -> None:
+    """check_options for every model of the command (sdk/project_file.py's Plan); in an image,
+    the models run/validate does not select are only built."""
+    for i, args in enumerate(plan.runs):
+        check_options(args if i == plan.selected else argparse.Namespace(**{**vars(args), "command": "build"}))
+    if plan.image:
+        board = get_board(plan.runs[0].board)
+        if not board.get("firmware.multi_harness_template"):
+            raise UsageError(f"board '{board.name}' cannot hold several models in one image yet; build each "
+                             f"model on its own (cuvil-sdk build --model FILE)")

@@ -83,7 +83,9 @@ def load_validation_data(path: Path, g) -> tuple[list[dict], np.ndarray | None, 
     return samples, labels, next(iter(arrays.values()))
 
 
-def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int) -> dict:
+def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=None) -> dict:
+    """`build`: a function (folder -> the model's build info) that builds the artifact the model
+    runs in (a multi-model firmware image: commands.image_builder); default: the model alone."""
     from .commands import do_build, input_graph, run_samples
     require_file(data, "--data")
     if data.suffix != ".npz":
@@ -96,7 +98,7 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int) -> dic
         print(f"cuvil-sdk: warning: {warnings[-1]}", file=sys.stderr)
     reference = float_reference(req, g, samples, per_layer)
     with tempfile.TemporaryDirectory(prefix="cuvil-validate-") as tmp:
-        info = do_build(req, Path(tmp) / "project", jobs)
+        info = build(Path(tmp) / "project") if build else do_build(req, Path(tmp) / "project", jobs)
         result = run_samples(req.board, info, samples, sys.stderr.isatty())
         layers = per_layer_table(req, samples, jobs, Path(tmp)) if per_layer else None
     report = {"board": req.board.name, "profile": req.profile.name, "precision": info["precision"],

@@ -26,7 +26,8 @@ def _environment(board: Board) -> jinja2.Environment:
     )
 
 
-def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any]) -> list[str]:
+def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any],
+                          harness_key: str = "firmware.harness_template") -> list[str]:
     """Render src/linker.ld and src/harness.c into out_dir; return the sources to compile.
 
     `context` describes the model for the harness. Consumed keys (others are ignored):
@@ -40,6 +41,8 @@ def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any]) 
     The board adds `instructions_per_tick` (key firmware.instructions_per_tick).
     Returns paths relative to out_dir of the C sources added ("src/harness.c"); the linker
     script is not a source, the SConscript finds it at src/linker.ld.
+    An image of several models renders the board's `firmware.multi_harness_template` instead
+    (harness_key), with the context of codegen/project.py's image_context.
     """
     env = _environment(board)
     src = Path(out_dir) / "src"
@@ -48,6 +51,6 @@ def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any]) 
     (Path(out_dir) / LINKER_SCRIPT).write_text(linker.render(linker_context(board)))
     harness_context = dict(context)
     harness_context["instructions_per_tick"] = int(board.get("firmware.instructions_per_tick", 1))
-    harness = env.get_template(board.get("firmware.harness_template", "harness.c.j2"))
+    harness = env.get_template(board.get(harness_key, "harness.c.j2"))
     (Path(out_dir) / HARNESS_SOURCE).write_text(harness.render(harness_context))
     return [HARNESS_SOURCE]

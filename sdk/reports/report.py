@@ -151,8 +151,9 @@ def render_html(report: dict) -> str:
                                                             profile_chart=profile_chart)
 
 
-def write_report(info: dict, out_dir: Path, profile: list[dict] | None = None) -> dict:
+def write_report(info: dict, out_dir: Path, profile: list[dict] | None = None, name: str = "report") -> dict:
+    """out_dir/<name>.json and <name>.html (an image of several models writes one per model)."""
     report = build_report(info, profile)
-    (out_dir / "report.json").write_text(json.dumps(report, indent=2, default=str))
-    (out_dir / "report.html").write_text(render_html(report))
+    (out_dir / f"{name}.json").write_text(json.dumps(report, indent=2, default=str))
+    (out_dir / f"{name}.html").write_text(render_html(report))
     return report

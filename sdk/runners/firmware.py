@@ -19,7 +19,9 @@ def run_on_qemu(board, info: dict, samples: list[dict[str, np.ndarray]], progres
     build), `layers`: per sample {layer index: the layer's raw output bytes}, as run_host."""
     per_input = per_input_arrays(info, samples)
     timeout = 30.0 + SECONDS_PER_SAMPLE * len(samples)
-    result = run_firmware(info["artifacts"]["elf"], board, per_input, timeout_s=timeout)
+    # a model of a multi-model image has its own files: input_<name>.bin, ... (harness_multi.c.j2)
+    result = run_firmware(info["artifacts"]["elf"], board, per_input, timeout_s=timeout,
+                          suffix=info.get("harness_suffix", ""))
     raw = result.outputs([t["size"] for t in info["outputs"]], output_dtype(info))
     if layers and result.dumps is None:
         raise TargetError("the firmware wrote no per-layer dumps (not a debug build)")

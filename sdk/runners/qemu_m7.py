@@ -88,14 +88,15 @@ def _failure_line(console: str, stderr: str) -> str:
 
 
 def run_firmware(elf: Path, board: Board, inputs: Inputs, work_dir: Path | None = None,
-                 timeout_s: float = 60.0) -> FirmwareResult:
+                 timeout_s: float = 60.0, suffix: str = "") -> FirmwareResult:
     """Run the firmware on the samples and return its outputs and instruction counts.
 
     `inputs` is the whole input.bin (bytes) or one float array per model input with a
     leading sample axis. QEMU runs in `work_dir` (kept, for inspection) or in a temporary
     folder. Raises TargetError when the firmware faults, exits non-zero or hangs past
     timeout_s (QEMU's process group is killed), ToolError when QEMU is missing or cannot
-    start the ELF."""
+    start the ELF. `suffix`: one model of a multi-model image reads input<suffix>.bin and writes
+    output<suffix>.bin and stats<suffix>.txt (suffix "_<name>")."""
     elf = Path(elf)
     if not elf.exists():
         raise ToolError(f"no firmware at {elf}")
@@ -104,17 +105,17 @@ def run_firmware(elf: Path, board: Board, inputs: Inputs, work_dir: Path | None 
     samples = struct.unpack_from("<I", data)[0]
     if work_dir is None:
         with tempfile.TemporaryDirectory(prefix="cuvil-qemu-") as tmp:
-            return _run(command, elf, Path(tmp), bytes(data), samples, timeout_s)
+            return _run(command, elf, Path(tmp), bytes(data), samples, timeout_s, suffix)
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
-    return _run(command, elf, work_dir, bytes(data), samples, timeout_s)
+    return _run(command, elf, work_dir, bytes(data), samples, timeout_s, suffix)
 
 
 def _run(command: list[str], elf: Path, work: Path, data: bytes, samples: int,
-         timeout_s: float) -> FirmwareResult:
-    for stale in ("output.bin", "stats.txt", "layers.txt", "dumps.bin"):
+         timeout_s: float, suffix: str = "") -> FirmwareResult:
+    for stale in (f"output{suffix}.bin", f"stats{suffix}.txt", "layers.txt", "dumps.bin"):
         (work / stale).unlink(missing_ok=True)
-    (work / "input.bin").write_bytes(data)
+    (work / f"input{suffix}.bin").write_bytes(data)
     # A session of its own, so that a timeout kills QEMU and anything it started.
     proc = subprocess.Popen(command, cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
@@ -133,8 +134,8 @@ def _run(command: list[str], elf: Path, work: Path, data: bytes, samples: int,
             raise ToolError(f"{command[0]} could not run {elf.name}: {line}")
         how = f"exit code {proc.returncode}" if proc.returncode > 0 else f"signal {-proc.returncode}"
         raise TargetError(f"firmware {elf.name} failed ({how}): {line}")
-    instructions = _read_stats(work / "stats.txt", samples)
-    output = (work / "output.bin").read_bytes() if (work / "output.bin").exists() else b""
+    instructions = _read_stats(work / f"stats{suffix}.txt", samples)
+    output = (work / f"output{suffix}.bin").read_bytes() if (work / f"output{suffix}.bin").exists() else b""
     layers = _read_layers(work / "layers.txt", samples)
     dumps = _read_dumps(work / "dumps.bin", samples)
     return FirmwareResult(samples, output, instructions, console, layers, dumps)
