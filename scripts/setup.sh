@@ -38,12 +38,13 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# The CUDA toolkit here ships nvcc without cuobjdump; NVIDIA's wheel carries it (used to
-# check the sm_87 code embedded in jetson builds).
-if command -v nvcc >/dev/null 2>&1 && ! command -v cuobjdump >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/cuobjdump ]; then
-  echo "setup: installing cuobjdump (NVIDIA's nvidia-cuda-cuobjdump wheel)" >&2
+# The CUDA toolkit here ships nvcc without cuobjdump; NVIDIA's wheel carries it (used to check
+# the sm_87 code embedded in jetson builds). The SDK finds nvcc on PATH or in /usr/local/cuda/bin,
+# and cuobjdump beside nvcc or in that wheel inside .venv (cuvil_sdk/cuda_tools.py).
+nvcc="$(command -v nvcc || true)"
+[ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || nvcc=/usr/local/cuda/bin/nvcc
+if [ -n "$nvcc" ] && [ ! -x "$(dirname "$(readlink -f "$nvcc")")/cuobjdump" ] && ! command -v cuobjdump >/dev/null 2>&1 \
+   && ! .venv/bin/python -c 'import glob, nvidia, sys; sys.exit(not glob.glob(nvidia.__path__[0] + "/cu*/bin/cuobjdump"))' 2>/dev/null; then
+  echo "setup: installing cuobjdump (NVIDIA's nvidia-cuda-cuobjdump wheel, into .venv)" >&2
   .venv/bin/python -m pip install -q nvidia-cuda-cuobjdump >&2
-  tool="$(.venv/bin/python -c 'import glob, nvidia; print(sorted(glob.glob(nvidia.__path__[0] + "/cu*/bin/cuobjdump"))[0])')"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO install -m 755 "$tool" "$(dirname "$(command -v nvcc)")/cuobjdump"
 fi

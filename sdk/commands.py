@@ -210,7 +210,7 @@ def do_run_in_image(plan, input_path: Path, output_path: Path, out_dir: Path | N
 def run_samples(board: Board, info: dict, samples: list, progress: bool, layers: bool = False,
                 timing: bool = False) -> dict:
     """Outputs per sample (and, for debug builds with layers=True, each layer's raw output);
-    timing=True: on host also `times_ns` of repeated runs (Linux harnesses always time)."""
+    timing=True: also `times_ns` of repeated runs (host, and the Linux boards' harnesses)."""
     if board.kind == "shared_library" and board.get("arch", "") == "x86_64":
         from .runners.host import run_host
         return run_host(Path(info["artifacts"]["so"]), samples, progress, layers, timing)
@@ -222,7 +222,7 @@ def run_samples(board: Board, info: dict, samples: list, progress: bool, layers:
     if layers:
         raise UsageError(f"per-layer dumps are not supported on board '{board.name}' yet (host and cortex-m7 are)")
     from .runners.linux_qemu import run_on_qemu_user
-    return run_on_qemu_user(board, info, samples, progress)
+    return run_on_qemu_user(board, info, samples, progress, timing)
 
 
 def summary_of_build(info: dict) -> dict:

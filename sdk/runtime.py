@@ -52,10 +52,20 @@ class Model:
         manifest_fn.restype = ctypes.c_char_p
         self.manifest = json.loads(manifest_fn().decode())
         self.int8 = self.manifest["precision"] == "int8"
-        self._run_fn = getattr(self._lib, f"{self.name}_run_arena")
-        self._run_int8 = getattr(self._lib, f"{self.name}_run_int8_arena") if self.int8 else None
+        self._run_fn = self._batch_entry("run")
+        self._run_int8 = self._batch_entry("run_int8") if self.int8 else None
         self.arena_bytes = int(self.manifest["arena_bytes"])
         self._local = threading.local()  # one arena per calling thread
+        # what a call checks, computed once (a call parses and allocates nothing else)
+        self._in_shapes = self.input_shapes
+        self._out_shapes = self.output_shapes
+        self._single = len(self._in_shapes) == 1 and len(self._out_shapes) == 1
+
+    def _batch_entry(self, kind: str):
+        """<name>_<kind>_batch(arena, n, in0.., out0..): every sample of a batch in one C call."""
+        fn = getattr(self._lib, f"{self.name}_{kind}_batch")
+        fn.restype = ctypes.c_int
+        return fn
 
     # --- description ----------------------------------------------------------------
     @property
@@ -129,45 +139,79 @@ class Model:
                              f"{[shape_text(a.shape) for a in arrays]}")
         return arrays, forms.pop()
 
-    def _arena(self) -> int:
-        """This thread's arena (64-byte aligned address), allocated on its first call."""
+    def _arena(self) -> ctypes.c_void_p:
+        """This thread's arena (a 64-byte aligned address), allocated on its first call."""
         arena = getattr(self._local, "arena", None)
         if arena is None:
-            arena = self._local.arena = np.zeros(self.arena_bytes + 64, dtype=np.uint8)
-        return arena.ctypes.data + (-arena.ctypes.data) % 64
+            block = np.zeros(self.arena_bytes + 64, dtype=np.uint8)
+            arena = self._local.arena = ctypes.c_void_p(block.ctypes.data + (-block.ctypes.data) % 64)
+            self._local.block = block
+        return arena
 
-    def _call_one(self, fn, feeds: list[np.ndarray], dtype) -> list[np.ndarray]:
+    def _call(self, fn, n: int, feeds: list[np.ndarray], outs: list[np.ndarray]) -> None:
+        """One C call for n samples; every array is C-contiguous with n samples of its tensor."""
         if self._lib is None:
             raise UsageError("the model is closed")
-        feeds = [np.ascontiguousarray(f) for f in feeds]
-        outs = [np.empty(shape, dtype=dtype) for shape in self.output_shapes]
-        ins = (ctypes.c_void_p * len(feeds))(*[f.ctypes.data for f in feeds])
-        outp = (ctypes.c_void_p * len(outs))(*[o.ctypes.data for o in outs])
-        if fn(ctypes.c_void_p(self._arena()), ins, outp) != 0:
+        if n == 0:  # an empty batch: nothing to run (and no buffer to point at)
+            return
+        if fn(self._arena(), n, *map(pointer, feeds), *map(pointer, outs)) != 0:
             raise ModelError("the model returned an error")
-        return outs
 
-    def _run(self, fn, inputs, dtype) -> dict[str, np.ndarray]:
-        """Every sample, one C call each; outputs laid out like the inputs were."""
+    def _run(self, fn, inputs, dtype, out=None) -> dict[str, np.ndarray]:
+        """Every sample in one C call; outputs laid out like the inputs were."""
         arrays, form = self._batches(inputs, dtype)
-        per_sample = [self._call_one(fn, [a[i] for a in arrays], dtype) for i in range(len(arrays[0]))]
-        joined = {"one": lambda outs: outs[0], "stacked": np.stack, "flat": np.concatenate}[form]
-        return {name: joined([outs[k] for outs in per_sample]) for k, name in enumerate(self.output_names)}
+        n = len(arrays[0])
+        shapes = [output_shape(shape, n, form) for shape in self._out_shapes]
+        outs = [self._output_array(name, shape, dtype, out) for name, shape in zip(self.output_names, shapes)]
+        self._call(fn, n, [np.ascontiguousarray(a) for a in arrays], outs)
+        return dict(zip(self.output_names, outs))
 
-    def run(self, inputs) -> dict[str, np.ndarray]:
+    def _output_array(self, name: str, shape: tuple[int, ...], dtype, out) -> np.ndarray:
+        """A new output array, or the caller's (out=: an array, or a dict by output name)."""
+        given = out.get(name) if isinstance(out, dict) else out
+        if given is None:
+            return np.empty(shape, dtype=dtype)
+        if given.shape != shape or given.dtype != dtype or not given.flags.c_contiguous or not given.flags.writeable:
+            raise UsageError(f"out= for '{name}' must be a writable C-contiguous {np.dtype(dtype).name} array of "
+                             f"shape {shape_text(shape)} (got {given.dtype.name} {shape_text(given.shape)})")
+        return given
+
+    def _fast(self, x, out) -> np.ndarray | None:
+        """The call of a single-input, single-output model on a float32 C-contiguous array of
+        one sample or of N stacked samples: no copy, one C call (None: take the general path)."""
+        if type(x) is not np.ndarray or x.dtype != np.float32 or not x.flags.c_contiguous or not x.flags.writeable:
+            return None
+        shape, oshape = self._in_shapes[0], self._out_shapes[0]
+        if x.shape == shape:
+            n, yshape = 1, oshape
+        elif x.shape[1:] == shape:
+            n, yshape = x.shape[0], (x.shape[0], *oshape)
+        else:
+            return None
+        y = np.empty(yshape, dtype=np.float32) if out is None else self._output_array(self.output_names[0], yshape,
+                                                                                        np.float32, out)
+        self._call(self._run_fn, n, [x], [y])
+        return y
+
+    def run(self, inputs, out=None) -> dict[str, np.ndarray]:
         """Float inputs -> {output name: float array} (quantized inside for int8 builds)."""
-        return self._run(self._run_fn, inputs, np.float32)
+        return self._run(self._run_fn, inputs, np.float32, out)
 
-    def __call__(self, inputs) -> np.ndarray | dict[str, np.ndarray]:
-        """Float inputs -> the output array (single-output model) or {output name: array}."""
-        outputs = self.run(inputs)
+    def __call__(self, inputs, out=None) -> np.ndarray | dict[str, np.ndarray]:
+        """Float inputs -> the output array (single-output model) or {output name: array}.
+        `out=` writes into the caller's array (or dict of arrays) instead of new ones."""
+        if self._single:
+            y = self._fast(inputs, out)
+            if y is not None:
+                return y
+        outputs = self.run(inputs, out)
         return next(iter(outputs.values())) if len(outputs) == 1 else outputs
 
-    def run_int8(self, inputs) -> dict[str, np.ndarray]:
+    def run_int8(self, inputs, out=None) -> dict[str, np.ndarray]:
         """int8 inputs -> {output name: int8 array}, the raw quantized model (int8 builds)."""
         if not self.int8:
             raise UsageError("run_int8 needs an int8 build")
-        return self._run(self._run_int8, inputs, np.int8)
+        return self._run(self._run_int8, inputs, np.int8, out)
 
     def run_with_layers(self, inputs) -> tuple[dict[str, np.ndarray], dict[int, bytes]]:
         """Run a debug build (compiled with debug_dump) and also return each layer's raw output."""
@@ -197,6 +241,19 @@ class Model:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def pointer(a: np.ndarray):
+    """A C pointer to an array's data for a ctypes call: byref of a zero-copy view, several
+    times cheaper than `a.ctypes.data` (arrays that are read-only take the slower path)."""
+    if a.flags.writeable:
+        return ctypes.byref(ctypes.c_char.from_buffer(a))
+    return ctypes.c_void_p(a.ctypes.data)
+
+
+def output_shape(shape: tuple[int, ...], n: int, form: str) -> tuple[int, ...]:
+    """An output's array shape for n samples given as `form` (see Model._batches)."""
+    return {"one": shape, "stacked": (n, *shape), "flat": (n * shape[0], *shape[1:]) if shape else (n,)}[form]
 
 
 def load(path: str | Path, name: str | None = None) -> Model:

@@ -60,28 +60,29 @@ def _failure_line(stderr: str) -> str:
 
 
 def run_harness(board: Board, exe: Path, data: bytes, samples: int, bytes_per_sample: int,
-                timeout_s: float, progress: bool = False, work_dir: Path | None = None) -> bytes:
+                timeout_s: float, progress: bool = False, work_dir: Path | None = None,
+                env: dict[str, str] | None = None) -> bytes:
     """Run the harness on input.bin = data in work_dir (kept: it also holds timing.txt) or a
-    temporary folder; return output.bin."""
+    temporary folder, with `env` added to its environment; return output.bin."""
     exe = Path(exe)
     if not exe.is_file():
         raise ToolError(f"no harness executable at {exe} (the build did not make it)")
     command = qemu_user_command(board, exe)
     if work_dir is None:
         with tempfile.TemporaryDirectory(prefix="cuvil-qemu-user-") as tmp:
-            return run_in(command, exe, Path(tmp), data, samples, bytes_per_sample, timeout_s, progress)
-    return run_in(command, exe, Path(work_dir), data, samples, bytes_per_sample, timeout_s, progress)
+            return run_in(command, exe, Path(tmp), data, samples, bytes_per_sample, timeout_s, progress, env)
+    return run_in(command, exe, Path(work_dir), data, samples, bytes_per_sample, timeout_s, progress, env)
 
 
 def run_in(command: list[str], exe: Path, work: Path, data: bytes, samples: int, bytes_per_sample: int,
-           timeout_s: float, progress: bool) -> bytes:
+           timeout_s: float, progress: bool, env: dict[str, str] | None = None) -> bytes:
     """One harness run in the folder `work`; returns output.bin."""
     (work / "input.bin").write_bytes(data)
     output = work / "output.bin"
     with open(work / "stderr.txt", "wb") as err_file, Progress("running", samples, progress) as bar:
         # A session of its own, so that a timeout kills QEMU and anything it started.
         proc = subprocess.Popen(command, cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=err_file, start_new_session=True)
+                                stderr=err_file, start_new_session=True, env={**os.environ, **(env or {})})
         deadline = time.monotonic() + timeout_s
         while proc.poll() is None:
             if time.monotonic() > deadline:
@@ -108,8 +109,13 @@ def run_in(command: list[str], exe: Path, work: Path, data: bytes, samples: int,
     return output.read_bytes()
 
 
-def run_on_qemu_user(board: Board, info: dict, samples: list[dict[str, np.ndarray]], progress: bool) -> dict:
-    """Run every sample through the build's harness under qemu-aarch64.
+TIMING_REPEATS = 10  # timed runs of the last sample when `run` asks for a time per inference
+
+
+def run_on_qemu_user(board: Board, info: dict, samples: list[dict[str, np.ndarray]], progress: bool,
+                     timing: bool = False) -> dict:
+    """Run every sample through the build's harness under qemu-aarch64 (with timing=True, then
+    TIMING_REPEATS timed runs of the last sample: `times_ns`).
 
     Returns {"outputs": per sample {output name: float array shaped as the output,
     dequantized for int8 builds}, "instructions": None, "raw": one (N, size) array per
@@ -120,7 +126,7 @@ def run_on_qemu_user(board: Board, info: dict, samples: list[dict[str, np.ndarra
     timeout = 30.0 + SECONDS_PER_SAMPLE * len(samples)
     with tempfile.TemporaryDirectory(prefix="cuvil-qemu-user-") as tmp:
         output = run_harness(board, harness_path(info), data, len(samples), sum(sizes) * dtype.itemsize, timeout,
-                             progress, Path(tmp))
+                             progress, Path(tmp), {"CUVIL_TIMING_REPEATS": str(TIMING_REPEATS if timing else 0)})
         timing = read_timing(Path(tmp) / "timing.txt")
     raw = split_outputs(output, len(samples), sizes, dtype)
     return {"outputs": decode_outputs(info, raw, len(samples)), "instructions": None, "raw": raw,
