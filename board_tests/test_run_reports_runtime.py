@@ -72,6 +72,31 @@ def test_runtime_returns_the_array_and_takes_a_sample_axis(work, host_build):
             model(X[:, 0])
 
 
+def test_runtime_batch_is_one_c_call_and_out_writes_in_place(work, host_build):
+    """A batch runs in one call of <name>_run_batch and equals the samples run one by one;
+    out= fills the caller's array (and is what the call returns); int8 batches likewise."""
+    from cuvil_sdk import runtime
+    from cuvil_sdk.errors import UsageError
+    with runtime.load(host_build["artifacts"]["so"]) as model:
+        calls = []
+        batch_fn = model._run_fn
+        model._run_fn = lambda *args: calls.append(args[1]) or batch_fn(*args)
+        batch = model(X)
+        assert calls == [len(X)]
+        assert np.array_equal(batch, np.concatenate([model(X[i:i + 1]) for i in range(len(X))]))
+        out = np.full((len(X), 10), np.nan, dtype=np.float32)
+        assert model(X, out=out) is out and np.array_equal(out, batch)
+        with pytest.raises(UsageError, match="out= for 'logits' must be"):
+            model(X, out=np.empty((len(X), 9), dtype=np.float32))
+        frozen = np.array(X)
+        frozen.setflags(write=False)  # a read-only input takes the slower pointer path, same result
+        assert np.array_equal(model(frozen), batch)
+        assert model(X[:0]).shape == (0, 10)
+        q = np.clip(np.round(X / model.input_scales[0][0]) + model.input_scales[0][1], -128, 127).astype(np.int8)
+        raw = model.run_int8(q)["logits"]
+        assert raw.dtype == np.int8 and np.array_equal(raw[2:3], model.run_int8(q[2:3])["logits"])
+
+
 def test_runtime_threads_each_get_an_arena(host_build):
     from cuvil_sdk import runtime
     with runtime.load(host_build["artifacts"]["so"]) as model:

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Per-call overhead of the Python runtime over the raw C call (benchmark, not test).
+
+For each example model built for `host`: the median time of <name>_run_arena called through
+ctypes on preallocated buffers (the floor any Python caller pays), of `model(x)` and of
+`model(x, out=y)`; the difference is the runtime's overhead per call. Also a batch of 64
+samples: one `model(batch)` call against 64 single calls. Prints the CPU's SIMD flags.
+
+    python benchmarks/bench_runtime.py
+"""
+from __future__ import annotations
+
+import ctypes
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cuvil_sdk import runtime
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = {"ad_fp32": (640,), "digits_cnn": (1, 8, 8), "resnet8_fp32": (3, 32, 32)}
+
+
+def per_call_us(fn, calls: int = 3000, rounds: int = 7) -> float:
+    """Median over rounds of the mean time per call (after a warm-up)."""
+    for _ in range(200):
+        fn()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(times)
+
+
+def build(model: str, out: Path) -> Path:
+    cmd = [sys.executable, "-m", "cuvil_sdk.cli", "build", "--board", "host", "--profile", "standard", "--model",
+           str(ROOT / "sdk" / "examples" / f"{model}.onnx"), "--calib", "random", "-o", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return out / "build" / f"lib{model}.so"
+
+
+def measure(model: str, so: Path, shape: tuple[int, ...]) -> dict:
+    rng = np.random.default_rng(0)
+    with runtime.load(so) as m:
+        x = rng.standard_normal((1, *shape)).astype(np.float32)
+        y = np.empty(m.output_shapes[0], dtype=np.float32)
+        raw_fn = getattr(m._lib, f"{model}_run_arena")
+        arena = m._arena()
+        ins = (ctypes.c_void_p * 1)(x.ctypes.data)
+        outs = (ctypes.c_void_p * 1)(y.ctypes.data)
+        raw = per_call_us(lambda: raw_fn(arena, ins, outs))
+        call = per_call_us(lambda: m(x))
+        into = per_call_us(lambda: m(x, out=y))
+        batch = rng.standard_normal((64, *shape)).astype(np.float32)
+        one_call = per_call_us(lambda: m(batch), calls=50)
+        singles = per_call_us(lambda: [m(batch[i:i + 1]) for i in range(64)], calls=50)
+    return {"model": model, "raw": raw, "call": call, "into": into, "batch64": one_call, "singles64": singles}
+
+
+def main() -> None:
+    flags = sorted({f for f in Path("/proc/cpuinfo").read_text().split() if f in
+                    ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni")})
+    print(f"CPU: {Path('/proc/cpuinfo').read_text().split('model name')[1].split(':')[1].splitlines()[0].strip()}; "
+          f"flags: {' '.join(flags)}")
+    print(f"{'model':14} {'raw C us':>9} {'model(x)':>9} {'overhead':>9} {'out= us':>8} {'overhead':>9} "
+          f"{'batch64 us':>11} {'64 calls us':>12}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for model, shape in MODELS.items():
+            r = measure(model, build(model, Path(tmp) / model), shape)
+            print(f"{r['model']:14} {r['raw']:9.2f} {r['call']:9.2f} {r['call'] - r['raw']:9.2f} {r['into']:8.2f} "
+                  f"{r['into'] - r['raw']:9.2f} {r['batch64']:11.1f} {r['singles64']:12.1f}")
+
+
+if __name__ == "__main__":
+    main()
