@@ -11,7 +11,6 @@ samples: one `model(batch)` call against 64 single calls. Prints the CPU's SIMD 
 from __future__ import annotations
 
 import ctypes
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,17 +25,21 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = {"ad_fp32": (640,), "digits_cnn": (1, 8, 8), "resnet8_fp32": (3, 32, 32)}
 
 
-def per_call_us(fn, calls: int = 3000, rounds: int = 7) -> float:
-    """Median over rounds of the mean time per call (after a warm-up)."""
-    for _ in range(200):
-        fn()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(calls):
+def per_call_us(fns: list, calls: int = 2000, rounds: int = 15) -> list[float]:
+    """For each function, the lowest over rounds of the mean time per call. The functions take
+    turns within every round, so a noisy neighbour on this shared machine slows all of them
+    alike, and the lowest round is the least disturbed."""
+    for fn in fns:
+        for _ in range(100):
             fn()
-        times.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(times)
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best[i] = min(best[i], (time.perf_counter() - start) / calls * 1e6)
+    return best
 
 
 def build(model: str, out: Path) -> Path:
@@ -55,12 +58,11 @@ def measure(model: str, so: Path, shape: tuple[int, ...]) -> dict:
         arena = m._arena()
         ins = (ctypes.c_void_p * 1)(x.ctypes.data)
         outs = (ctypes.c_void_p * 1)(y.ctypes.data)
-        raw = per_call_us(lambda: raw_fn(arena, ins, outs))
-        call = per_call_us(lambda: m(x))
-        into = per_call_us(lambda: m(x, out=y))
+        calls = max(20, int(2000 / max(1.0, per_call_us([lambda: m(x)], calls=20, rounds=1)[0] / 10)))
+        raw, call, into = per_call_us([lambda: raw_fn(arena, ins, outs), lambda: m(x), lambda: m(x, out=y)], calls)
         batch = rng.standard_normal((64, *shape)).astype(np.float32)
-        one_call = per_call_us(lambda: m(batch), calls=50)
-        singles = per_call_us(lambda: [m(batch[i:i + 1]) for i in range(64)], calls=50)
+        one_call, singles = per_call_us([lambda: m(batch), lambda: [m(batch[i:i + 1]) for i in range(64)]],
+                                        max(5, calls // 64), rounds=7)
     return {"model": model, "raw": raw, "call": call, "into": into, "batch64": one_call, "singles64": singles}
 
 

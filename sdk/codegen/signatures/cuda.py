@@ -1,58 +1,25 @@
-"""Declarations of the cuda kernels (sdk/templates/cuda/): one per kernel, in C parameter order."""
-from ..kernel_api import F, I, In, Out, W, declare
+"""Declarations of the cuda kernels (sdk/templates/cuda/): one per kernel, in C parameter order.
+
+A CUDA kernel named like a portable one has the portable kernel's parameters exactly (one
+thread per output value, the same arithmetic): it is declared by reference, not restated.
+The others are the CUDA set's own."""
+from ..kernel_api import DECLARATIONS, I, In, Out, W, declare
+from . import portable  # noqa: F401  (declared first: the CUDA kernels below share its signatures)
 
 SET = "cuda"
 
-declare(SET, "activation_f32", In("in", "float"), Out("out", "float"), *I("count code"), *F("alpha lo hi"))
-declare(SET, "add_f32", In("a", "float"), In("b", "float"), Out("out", "float"),
-        *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), *F("lo hi"))
-declare(SET, "add_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"),
-        *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3 za zb ma mb shift zy lo hi"))
-declare(SET, "avgpool_f32", In("in", "float"), Out("out", "float"),
-        *I("n h w c oh ow kh kw sh sw pt pl pb pr include_pad"))
-declare(SET, "avgpool_s8", In("in", "int8_t"), Out("out", "int8_t"),
-        *I("n h w c oh ow kh kw sh sw pt pl pb pr include_pad zx zy"), W("mult", "int32_t"), W("shift", "int32_t"))
-declare(SET, "concat_f32", In("in", "float"), Out("out", "float"), *I("offset outer chunk out_stride"))
-declare(SET, "concat_s8", In("in", "int8_t"), Out("out", "int8_t"),
-        *I("offset outer chunk out_stride zx zy mult shift"))
-declare(SET, "conv2d_f32", In("in", "float"), Out("out", "float"), W("w", "float"), W("bias", "float"),
-        *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups"), *F("lo hi"))
-declare(SET, "conv2d_s16", In("in", "int16_t"), Out("out", "int16_t"), W("w", "int8_t"), W("bias", "int64_t"),
-        W("mult", "int32_t"), W("shift", "int32_t"),
-        *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups zx zy lo hi"))
-declare(SET, "conv2d_s8", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
-        W("mult", "int32_t"), W("shift", "int32_t"),
-        *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups zx zy lo hi"))
 declare(SET, "conv2d_s8_dp4a", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
         W("mult", "int32_t"), W("shift", "int32_t"), W("wsum", "int32_t"),
         *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups zx zy lo hi"))
 declare(SET, "copy_bytes", In("in", "uint8_t"), Out("out", "uint8_t"), *I("nbytes"))
-declare(SET, "dequantize_s8_f32", In("in", "int8_t"), Out("out", "float"), *I("count"), *F("scale"), *I("zp"))
 declare(SET, "dwconv2d_s8", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
         W("mult", "int32_t"), W("shift", "int32_t"),
         *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups zx zy lo hi"))
-declare(SET, "fc_f32", In("in", "float"), Out("out", "float"), W("w", "float"), W("bias", "float"), *I("rows k n"),
-        *F("lo hi"))
-declare(SET, "fc_s16", In("in", "int16_t"), Out("out", "int16_t"), W("w", "int8_t"), W("bias", "int64_t"),
-        W("mult", "int32_t"), W("shift", "int32_t"), *I("rows k n zx zy lo hi"))
-declare(SET, "fc_s8", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
-        W("mult", "int32_t"), W("shift", "int32_t"), *I("rows k n zx zy lo hi"))
 declare(SET, "fc_s8_dp4a", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
         W("mult", "int32_t"), W("shift", "int32_t"), W("wsum", "int32_t"), *I("rows k n zx zy lo hi"))
-declare(SET, "lut_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("count"), W("table", "int8_t"))
-declare(SET, "maxpool_f32", In("in", "float"), Out("out", "float"), *I("n h w c oh ow kh kw sh sw pt pl pb pr"))
-declare(SET, "maxpool_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("n h w c oh ow kh kw sh sw pt pl pb pr"))
-declare(SET, "mul_f32", In("a", "float"), In("b", "float"), Out("out", "float"),
-        *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), *F("lo hi"))
-declare(SET, "mul_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"),
-        *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3 za zb mult shift zy lo hi"))
-declare(SET, "pad_f32", In("in", "float"), Out("out", "float"), *I("i0 i1 i2 i3 o0 o1 o2 o3 b0 b1 b2 b3"),
-        *F("value"))
-declare(SET, "pad_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("i0 i1 i2 i3 o0 o1 o2 o3 b0 b1 b2 b3 value"))
-declare(SET, "quantize_f32_s8", In("in", "float"), Out("out", "int8_t"), *I("count"), *F("scale"), *I("zp"))
-declare(SET, "requant_s16_s8", In("in", "int16_t"), Out("out", "int8_t"), *I("count zx zy mult shift"))
-declare(SET, "requant_s8_s16", In("in", "int8_t"), Out("out", "int16_t"), *I("count zx zy mult shift"))
-declare(SET, "softmax_f32", In("in", "float"), Out("out", "float"), *I("rows cols"))
-declare(SET, "softmax_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("rows cols"), W("exp_table", "int32_t"))
-declare(SET, "transpose_f32", In("in", "float"), Out("out", "float"), *I("o0 o1 o2 o3 s0 s1 s2 s3"))
-declare(SET, "transpose_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("o0 o1 o2 o3 s0 s1 s2 s3"))
+
+# Every portable kernel has a CUDA version with the same parameters (kset_cuda.py's rules),
+# except `copy`, which runs as copy_bytes.
+for _name, _decl in list(DECLARATIONS["portable"].items()):
+    if _name != "copy":
+        declare(SET, _name, *_decl.params)

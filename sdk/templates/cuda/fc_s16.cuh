@@ -2,7 +2,7 @@
  * output value: out[r][j] = requant(bias[j] + sum_k (in[r][k] - zx) * w[j][k]). */
 CUVIL_KERNEL fc_s16(const int16_t *__restrict__ in, int16_t *__restrict__ out, const int8_t *__restrict__ w,
                     const int64_t *__restrict__ bias, const int32_t *__restrict__ mult,
-                    const int32_t *__restrict__ shift, int rows, int k, int n, int zx, int zy, int lo, int hi)
+                    const int32_t *__restrict__ shift, int rows, int k, int n, int32_t zx, int32_t zy, int32_t lo, int32_t hi)
 {
     const int i = cuvil_index();
     if (i >= rows * n) return;
