@@ -84,7 +84,7 @@ def lower_cuda(g: Graph, options: CodegenOptions, block: int = BLOCK) -> CudaLow
     """Every node's calls through the `cuda` kernel set (kset_cuda.py), as launches: the
     same op lowering and selection as the CPU path, with only the cuda set offered."""
     out = CudaLowered()
-    for index, node, calls in layer_calls(g, ["cuda"], options, []):
+    for index, node, _portable, calls in layer_calls(g, ["cuda"], options, []):
         for c in calls or []:
             if c.decl.kernel_set != "cuda":
                 out.unsupported.append(f"{node.name} ({c.kernel})")

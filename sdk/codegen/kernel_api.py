@@ -22,7 +22,7 @@ trailing underscore (`in_=...`).
 from __future__ import annotations
 
 import keyword
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import numpy as np
@@ -47,7 +47,6 @@ class Weight:
 
 
 KINDS = ("input", "output", "weight", "int", "float")
-INT_CTYPES = ("int", "long", "int32_t", "uint32_t", "int64_t")
 
 
 class KernelInterfaceError(RuntimeError):
@@ -152,7 +151,6 @@ class KernelCall:
     args: dict[str, Any]
     # set by a rule that splits the work (CUDA: threads of the launch)
     launch_threads: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def kernel(self) -> str:
@@ -164,10 +162,6 @@ class KernelCall:
     def ordered(self) -> list[Any]:
         """The arguments in the C parameter order."""
         return [self.args[p.name] for p in self.decl.params]
-
-    def weights(self) -> dict[str, np.ndarray]:
-        """The data of every constant argument, by parameter name."""
-        return {k: np.asarray(v.data) for k, v in self.args.items() if isinstance(v, Weight)}
 
 
 @dataclass(frozen=True)

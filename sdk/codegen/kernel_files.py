@@ -6,8 +6,7 @@ SIMD kernels on the shared driver simd/driver.j2), or a family template
 A family template serves every kernel named <family>_<variant> whose variant is a key of
 VARIANTS: conv2d.h.j2 gives conv2d_s8, conv2d_s16 and conv2d_f32. Python states what differs
 between the variants (element, weight, bias and accumulator types, whether the kernel
-requantizes); the template only renders, with the macros of common/variant.j2 for the
-expressions that depend on it.
+requantizes); the template only renders.
 """
 from __future__ import annotations
 
@@ -32,6 +31,7 @@ def plugin_provider(kernel_set: str, name: str) -> str | None:
     """The plugin that provides kernel `name` of `kernel_set`, None for the SDK's own."""
     entry = PLUGIN_SOURCES.get((kernel_set, name))
     return entry[0] if entry else None
+
 
 # What each element-type variant of a family means (shared by every family and set).
 VARIANTS: dict[str, dict[str, object]] = {

@@ -54,8 +54,6 @@ def fc(c: KernelCall, node, g, options) -> Answer:
     return launch(c.kernel, a, a["rows"] * a["n"])
 
 
-def binary(c: KernelCall, node, g, options) -> Answer:
-    return launch(c.kernel, c.args, _prod(c.args[f"d{i}"] for i in range(4)))
 
 
 def pool(c: KernelCall, node, g, options) -> Answer:
@@ -74,12 +72,11 @@ def concat(c: KernelCall, node, g, options) -> Answer:
     return launch(c.kernel, c.args, c["outer"] * c["chunk"])
 
 
-def pad(c: KernelCall, node, g, options) -> Answer:
-    return launch(c.kernel, c.args, _prod(c.args[f"o{i}"] for i in range(4)))
-
-
-def transpose(c: KernelCall, node, g, options) -> Answer:
-    return launch(c.kernel, c.args, _prod(c.args[f"o{i}"] for i in range(4)))
+def per_4d(prefix: str) -> Callable[..., Answer]:
+    """One thread per element of the 4-D shape `prefix`0..3 (d: broadcast output, o: output)."""
+    def rule(c: KernelCall, node, g, options) -> Answer:
+        return launch(c.kernel, c.args, _prod(c.args[f"{prefix}{i}"] for i in range(4)))
+    return rule
 
 
 def copy(c: KernelCall, node, g, options) -> Answer:
@@ -95,14 +92,14 @@ class Cuda(KernelSet):
     rules = {
         "conv2d_s8": conv, "conv2d_f32": conv, "conv2d_s16": conv,
         "fc_s8": fc, "fc_f32": fc, "fc_s16": fc,
-        "add_s8": binary, "add_f32": binary, "mul_s8": binary, "mul_f32": binary,
+        "add_s8": per_4d("d"), "add_f32": per_4d("d"), "mul_s8": per_4d("d"), "mul_f32": per_4d("d"),
         "maxpool_s8": pool, "maxpool_f32": pool, "avgpool_s8": pool, "avgpool_f32": pool,
         "lut_s8": per("count"), "activation_f32": per("count"),
         "quantize_f32_s8": per("count"), "dequantize_s8_f32": per("count"),
         "requant_s16_s8": per("count"), "requant_s8_s16": per("count"),
         "softmax_s8": per("rows"), "softmax_f32": per("rows"),
         "concat_s8": concat, "concat_f32": concat,
-        "pad_s8": pad, "pad_f32": pad,
-        "transpose_s8": transpose, "transpose_f32": transpose,
+        "pad_s8": per_4d("o"), "pad_f32": per_4d("o"),
+        "transpose_s8": per_4d("o"), "transpose_f32": per_4d("o"),
         "copy": copy,
     }

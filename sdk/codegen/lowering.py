@@ -38,7 +38,6 @@ class Call:
     ends_layer: bool = True  # the last call of its layer: where a profiling mark goes
     out_offset: int = 0  # the layer's output in the arena, for debug dumps
     out_bytes: int = 0
-    source: KernelCall | None = None  # the checked call it renders
 
 
 @dataclass
@@ -97,35 +96,31 @@ def select_kernel(c: KernelCall, node, g: Graph, kernel_sets: list[str], options
 
 
 def op_calls(node, g: Graph, options: CodegenOptions) -> list[KernelCall]:
-    """What the node's op lowers to, checked: a malformed call names the op and node."""
-    op = get_op(node.op)
-    try:
-        lowered = op.lower(node, g, node.precision or options.precision)
-    except KernelInterfaceError as exc:
-        raise KernelInterfaceError(f"op {node.op} (node '{node.name}'): {exc}") from None
+    """What the node's op lowers to: checked portable kernel calls."""
+    lowered = get_op(node.op).lower(node, g, node.precision or options.precision)
     return lowered if isinstance(lowered, list) else [lowered]
 
 
 def layer_calls(g: Graph, kernel_sets: list[str], options: CodegenOptions, fallbacks: list[Fallback]):
-    """(index, node, the kernel calls it runs) for every node, None for alias nodes."""
+    """(index, node, its portable calls, the kernel calls it runs) for every node; both None
+    for alias nodes. A malformed call, in the op or in a set's rule, names the op and node."""
     for index, node in enumerate(g.nodes):
         if get_op(node.op).alias:
-            yield index, node, None
+            yield index, node, None, None
             continue
-        calls = []
-        for portable in op_calls(node, g, options):
-            try:
-                calls += select_kernel(portable, node, g, kernel_sets, options, fallbacks)
-            except KernelInterfaceError as exc:
-                raise KernelInterfaceError(f"op {node.op} (node '{node.name}'): {exc}") from None
-        yield index, node, calls
+        try:
+            portable = op_calls(node, g, options)
+            calls = [c for p in portable for c in select_kernel(p, node, g, kernel_sets, options, fallbacks)]
+        except KernelInterfaceError as exc:
+            raise KernelInterfaceError(f"op {node.op} (node '{node.name}'): {exc}") from None
+        yield index, node, portable, calls
 
 
 def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: CodegenOptions, prefix: str) -> Lowered:
     from .kernel_files import plugin_provider  # kernel_files reads TEMPLATES from here
     out = Lowered()
     namer = Namer()
-    for index, node, calls in layer_calls(g, kernel_sets, options, out.fallbacks):
+    for index, node, portable, calls in layer_calls(g, kernel_sets, options, out.fallbacks):
         if calls is None:
             out.layers.append(layer_row(index, node, g, plan, "(alias)", 0, 0))
             continue
@@ -140,7 +135,7 @@ def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: Code
                                            "kernel": c.kernel, "plugin": provider})
             out.kernel_files.setdefault(c.kernel, f"{c.decl.kernel_set}/{c.kernel}.h")
             rendered = [render_arg(c, p, g, plan, out, namer, f"{prefix}_l{index}") for p in c.decl.params]
-            out.calls.append(Call(c.kernel, rendered, index, ends_layer=False, source=c))
+            out.calls.append(Call(c.kernel, rendered, index, ends_layer=False))
         out.calls[-1].ends_layer = True
         out.calls[-1].out_offset = plan.offsets[node.outputs[0]]
         out.calls[-1].out_bytes = g.tensors[node.outputs[0]].nbytes
@@ -151,7 +146,7 @@ def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: Code
             out.layers[-1]["kernel_plugin"] = ", ".join(providers)
         # the same weights in the portable layout (int8 for int8 layers), before a kernel set
         # re-laid them out (the Cortex-M DSP set widens them to int16): reports show both
-        out.layers[-1]["portable_weight_bytes"] = weight_bytes_of(op_calls(node, g, options))
+        out.layers[-1]["portable_weight_bytes"] = weight_bytes_of(portable)
     return out
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .kernel_api import Buf, Weight
+from .kernel_api import Weight
 from .options import CodegenOptions
 
 INT32_LIMIT = 2**31 - 1
@@ -140,11 +140,3 @@ def band_rows(oh: int, sh: int, kh: int, row_bytes: int, budget: int) -> int:
         return 0
     band = (budget // row_bytes - kh) // sh + 1
     return max(1, min(oh, band))
-
-
-def is_weight(arg: Any) -> bool:
-    return isinstance(arg, Weight)
-
-
-def is_buf(arg: Any) -> bool:
-    return isinstance(arg, Buf)
