@@ -214,7 +214,7 @@ def do_build(plan) -> None:
         report["run"] = commands.example_accuracy(req.board, info)
         human += (f"\n  accuracy {report['run']['accuracy']:.4f} on {report['run']['samples']} test images")
         if "instructions" in report["run"]:
-            human += f"\n  {report['run']['instructions']} guest instructions per inference (QEMU -icount, not cycles)"
+            human += instructions_line(report["run"])
     emit(report, args.json, human)
 
 
@@ -227,10 +227,14 @@ def human_image(info: dict, report: dict) -> str:
     return "\n".join(lines)
 
 
+def instructions_line(report: dict) -> str:
+    return f"\n  {report['instructions']} instructions per inference ({report['instructions_note']})"
+
+
 def human_run(report: dict) -> str:
     human = f"ran {report['samples']} samples on {report['board']}; outputs in {report['outputs']}"
     if "instructions" in report:
-        human += f"\n  {report['instructions']} guest instructions per inference (QEMU -icount, not cycles)"
+        human += instructions_line(report)
     if "time_per_inference_us" in report:
         human += (f"\n  {report['time_per_inference_us']:.1f} us per inference (median of {report['timing_repeats']}"
                   f" runs; {report['timing_note']})")

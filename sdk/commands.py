@@ -200,7 +200,7 @@ def do_run_in_image(plan, input_path: Path, output_path: Path, out_dir: Path | N
     write_outputs(output_path, [t["name"] for t in model["outputs"]], result["outputs"])
     report = summary_of_image(info)
     report.update({"model": model["name"], "samples": len(samples), "outputs": str(output_path.resolve())})
-    report.update(instruction_summary(result.get("instructions")))
+    report.update(instruction_summary(result.get("instructions"), result.get("instructions_note")))
     if out_dir is None:
         report.pop("artifacts", None)
         report.pop("out_dir", None)
@@ -247,11 +247,12 @@ def do_run(req: CompileRequest, input_path: Path, output_path: Path, out_dir: Pa
     write_outputs(output_path, [t["name"] for t in info["outputs"]], result["outputs"])
     report = summary_of_build(info)
     report.update({"samples": len(samples), "outputs": str(output_path.resolve())})
-    report.update(instruction_summary(result.get("instructions")))
+    report.update(instruction_summary(result.get("instructions"), result.get("instructions_note")))
     report.update(timing_summary(result.get("times_ns") or [], result.get("timing_note", "")))
     if result.get("layer_instructions"):  # per-layer profile (firmware built with -D<NAME>_PROFILE)
         from .runners.firmware import layer_table
-        report.update(profile_of_run(req, info, result["layer_instructions"][0], report["instructions"]))
+        report.update(profile_of_run(req, info, result["layer_instructions"][0], report["instructions"],
+                                     result.get("instructions_note")))
         print(layer_table(report), file=sys.stderr)
         if out_dir is not None:
             report["report_html"] = rewrite_report_with_profile(info, Path(info["out_dir"]), report["layers"])
@@ -261,8 +262,11 @@ def do_run(req: CompileRequest, input_path: Path, output_path: Path, out_dir: Pa
     return report
 
 
-def instruction_summary(counts: list | None) -> dict:
-    """Guest instructions per inference on QEMU firmware boards (empty elsewhere)."""
+QEMU_ICOUNT_NOTE = "guest instructions under QEMU -icount shift=0 (not cycles on silicon)"
+
+
+def instruction_summary(counts: list | None, note: str | None = None) -> dict:
+    """Guest instructions per inference on QEMU boards that count them (empty elsewhere)."""
     if counts is None:
         return {}
     counts = [int(c) for c in counts]
@@ -270,7 +274,7 @@ def instruction_summary(counts: list | None) -> dict:
     # (counts vary a little with the data: clamps and max-pooling branch)
     return {"instructions": counts[0], "instructions_median": int(np.median(counts)),
             "instructions_min": min(counts), "instructions_max": max(counts), "instructions_per_sample": counts,
-            "instructions_note": "guest instructions under QEMU -icount shift=0 (not cycles on silicon)"}
+            "instructions_note": note or QEMU_ICOUNT_NOTE}
 
 
 def timing_summary(times_ns: list[int], note: str) -> dict:
@@ -281,10 +285,11 @@ def timing_summary(times_ns: list[int], note: str) -> dict:
             "timing_note": note}
 
 
-def profile_of_run(req: CompileRequest, info: dict, counts: dict[int, int], instructions: int) -> dict:
+def profile_of_run(req: CompileRequest, info: dict, counts: dict[int, int], instructions: int,
+                   note: str | None = None) -> dict:
     from .compiler import frontend_and_passes
     from .runners.firmware import layer_macs, layer_profile
-    return layer_profile(info, counts, layer_macs(frontend_and_passes(req)), instructions)
+    return layer_profile(info, counts, layer_macs(frontend_and_passes(req)), instructions, note)
 
 
 def rewrite_report_with_profile(info: dict, out_dir: Path, layers: list[dict]) -> str:
@@ -349,6 +354,7 @@ def example_accuracy(board: Board, info: dict) -> dict:
     report = {"samples": len(samples), "accuracy": accuracy}
     if result.get("instructions") is not None:
         report["instructions"] = int(np.median(result["instructions"]))  # median over the test set
+        report["instructions_note"] = result.get("instructions_note") or QEMU_ICOUNT_NOTE
     return report
 
 
