@@ -1,4 +1,5 @@
-/* CMSDK APB UART0 console (polled, transmit only): enough to report a fault.
+/* CMSDK APB UART0 console: polled transmit (fault reports, the demo harness) and a receiver
+ * that sleeps in WFI between bytes (the serial test harness).
  * Registers per the ARM CMSDK technical reference: DATA, STATE, CTRL, INTSTATUS, BAUDDIV. */
 #include "uart.h"
 
@@ -6,10 +7,22 @@
 #define UART_DATA (*(volatile uint32_t *)(UART0_BASE + 0x00u))
 #define UART_STATE (*(volatile uint32_t *)(UART0_BASE + 0x04u))
 #define UART_CTRL (*(volatile uint32_t *)(UART0_BASE + 0x08u))
+#define UART_INTSTATUS (*(volatile uint32_t *)(UART0_BASE + 0x0Cu))
 #define UART_BAUDDIV (*(volatile uint32_t *)(UART0_BASE + 0x10u))
 
 #define STATE_TX_FULL 0x1u
+#define STATE_RX_FULL 0x2u
+#define STATE_OVERRUNS 0xCu /* TX and RX overrun, write 1 to clear */
 #define CTRL_TX_ENABLE 0x1u
+#define CTRL_RX_ENABLE 0x2u
+#define CTRL_RX_INT_ENABLE 0x8u
+#define INT_RX 0x2u /* write 1 to clear */
+
+/* mps2-an500: UART0 receive is NVIC line 0 (the board file's [flash] bootloader_uart_rx_irq). */
+#define NVIC_ISER0 (*(volatile uint32_t *)0xE000E100u)
+#define NVIC_ICER0 (*(volatile uint32_t *)0xE000E180u)
+#define NVIC_ICPR0 (*(volatile uint32_t *)0xE000E280u)
+#define RX_IRQ_BIT (1u << 0)
 
 void uart_init(void)
 {
@@ -50,4 +63,35 @@ void uart_put_dec(uint32_t value)
     while (n > 0) {
         uart_putc(digits[--n]);
     }
+}
+
+/* The receiver wakes the core from WFI through its interrupt, which is never taken: PRIMASK
+ * stays set from uart_rx_begin() to uart_rx_end(), and the line is disabled and cleared
+ * before PRIMASK is cleared, so no handler is needed. As in the bootloader, the interrupt is
+ * cleared before DATA is read, so the next byte's wake-up is never lost. Under QEMU the
+ * sleeping core leaves the host's CPU to QEMU's I/O thread and to the host side. */
+void uart_rx_begin(void)
+{
+    __asm__ volatile("cpsid i" ::: "memory");
+    UART_STATE = STATE_OVERRUNS;
+    UART_CTRL = CTRL_TX_ENABLE | CTRL_RX_ENABLE | CTRL_RX_INT_ENABLE;
+    NVIC_ISER0 = RX_IRQ_BIT;
+}
+
+uint8_t uart_getc(void)
+{
+    while ((UART_STATE & STATE_RX_FULL) == 0u) {
+        __asm__ volatile("wfi" ::: "memory");
+    }
+    UART_INTSTATUS = INT_RX;
+    NVIC_ICPR0 = RX_IRQ_BIT;
+    return (uint8_t)UART_DATA;
+}
+
+void uart_rx_end(void)
+{
+    NVIC_ICER0 = RX_IRQ_BIT;
+    UART_INTSTATUS = INT_RX;
+    NVIC_ICPR0 = RX_IRQ_BIT;
+    __asm__ volatile("dsb\n\tisb\n\tcpsie i" ::: "memory");
 }
