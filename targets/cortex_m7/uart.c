@@ -3,7 +3,15 @@
  * Registers per the ARM CMSDK technical reference: DATA, STATE, CTRL, INTSTATUS, BAUDDIV. */
 #include "uart.h"
 
+/* The bootloader's build (sdk/flash/bootloader.py) passes the board's UART0 and its receive
+ * interrupt line as BL_UART_BASE and BL_UART_RX_IRQ; an application is built for mps2-an500. */
+#ifdef BL_UART_BASE
+#define UART0_BASE BL_UART_BASE
+#define RX_IRQ_BIT (1u << BL_UART_RX_IRQ)
+#else
 #define UART0_BASE 0x40004000u
+#define RX_IRQ_BIT (1u << 0) /* mps2-an500: UART0 receive is NVIC line 0 */
+#endif
 #define UART_DATA (*(volatile uint32_t *)(UART0_BASE + 0x00u))
 #define UART_STATE (*(volatile uint32_t *)(UART0_BASE + 0x04u))
 #define UART_CTRL (*(volatile uint32_t *)(UART0_BASE + 0x08u))
@@ -18,11 +26,9 @@
 #define CTRL_RX_INT_ENABLE 0x8u
 #define INT_RX 0x2u /* write 1 to clear */
 
-/* mps2-an500: UART0 receive is NVIC line 0 (the board file's [flash] bootloader_uart_rx_irq). */
 #define NVIC_ISER0 (*(volatile uint32_t *)0xE000E100u)
 #define NVIC_ICER0 (*(volatile uint32_t *)0xE000E180u)
 #define NVIC_ICPR0 (*(volatile uint32_t *)0xE000E280u)
-#define RX_IRQ_BIT (1u << 0)
 
 void uart_init(void)
 {
@@ -67,9 +73,10 @@ void uart_put_dec(uint32_t value)
 
 /* The receiver wakes the core from WFI through its interrupt, which is never taken: PRIMASK
  * stays set from uart_rx_begin() to uart_rx_end(), and the line is disabled and cleared
- * before PRIMASK is cleared, so no handler is needed. As in the bootloader, the interrupt is
- * cleared before DATA is read, so the next byte's wake-up is never lost. Under QEMU the
- * sleeping core leaves the host's CPU to QEMU's I/O thread and to the host side. */
+ * before PRIMASK is cleared, so no handler is needed. The interrupt is cleared before DATA
+ * is read: the next byte can only arrive once DATA was read, and its interrupt then stays
+ * pending, so no wake-up is lost. Under QEMU the sleeping core leaves the host's CPU to
+ * QEMU's I/O thread and to the host side (the serial harness, the bootloader). */
 void uart_rx_begin(void)
 {
     __asm__ volatile("cpsid i" ::: "memory");
@@ -90,8 +97,16 @@ uint8_t uart_getc(void)
 
 void uart_rx_end(void)
 {
+    uart_reset();
+    __asm__ volatile("dsb\n\tisb\n\tcpsie i" ::: "memory");
+}
+
+void uart_reset(void)
+{
+    while ((UART_STATE & STATE_TX_FULL) != 0u) { /* what was sent last leaves first */
+    }
+    UART_CTRL = CTRL_TX_ENABLE;
     NVIC_ICER0 = RX_IRQ_BIT;
     UART_INTSTATUS = INT_RX;
     NVIC_ICPR0 = RX_IRQ_BIT;
-    __asm__ volatile("dsb\n\tisb\n\tcpsie i" ::: "memory");
 }

@@ -18,5 +18,8 @@ void uart_put_dec(uint32_t value);
 void uart_rx_begin(void);
 uint8_t uart_getc(void);
 void uart_rx_end(void);
+/* Once what was sent has left: the receiver and its interrupt off, the transmitter on
+ * (QEMU's CMSDK UART only; PRIMASK untouched). The bootloader hands UART0 over with it. */
+void uart_reset(void);
 
 #endif

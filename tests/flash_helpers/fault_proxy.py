@@ -20,6 +20,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .tcp_proxy import ProxyServer
+
 
 @dataclass
 class Faults:
@@ -30,7 +32,7 @@ class Faults:
     kill_at: int | None = None
 
 
-class FaultProxy:
+class FaultProxy(ProxyServer):
     def __init__(self, target_port: int, faults: dict[int, Faults] | None = None,
                  on_kill: Callable[[], None] | None = None) -> None:
         self.target_port = target_port
@@ -38,23 +40,7 @@ class FaultProxy:
         self.on_kill = on_kill
         self.connections = 0
         self.killed = threading.Event()
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.port = self._server.getsockname()[1]
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, name="fault-proxy", daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"socket://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> "FaultProxy":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        self._server.close()
+        super().__init__("fault-proxy")
 
     def _serve(self) -> None:
         self._server.settimeout(0.05)
