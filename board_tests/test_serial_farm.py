@@ -12,9 +12,11 @@ A proxy between host and board (tests/flash_helpers/fault_proxy.py) corrupts and
 frames: they are retried and the outputs stay right; a link that stays bad ends in exit-6
 material (TargetError) naming the sample. The farm is labgrid's own coordinator and two
 exporters on 127.0.0.1, one place per board; killing one board mid-run ends the command with
-exit code 6 naming the place and the sample, and both places are released.
+exit code 6 naming the place and the sample, and both places are released. Place a also has
+a power switch (labgrid's `simplerest` NetworkPowerPort, served by the test): its board is
+power-cycled (a fresh QEMU) before it is flashed.
 
-Every process (QEMU, coordinator, exporters) runs in a session of its own and is killed at
+Every process (QEMU, coordinator, exporters; the switch and proxies are threads) runs in a session of its own and is killed at
 the end of its fixture, also on failure. A missing tool fails these tests, never skips them.
 """
 from __future__ import annotations
@@ -222,24 +224,73 @@ def wait_for(check, what: str, timeout_s: float = 60.0) -> None:
         time.sleep(0.2)
 
 
+class PowerSwitch:
+    """A networked power switch for board a, as labgrid's `simplerest` model drives one
+    (GET /relay/<index>/<0|1>): off kills its QEMU, on starts a fresh one (in its bootloader,
+    as a board after power-up) and points the board's proxy at it."""
+
+    def __init__(self, bootloader: Path, boards: dict, proxies: dict) -> None:
+        import http.server
+        import threading
+        switch = self
+        self.events: list[str] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                value = self.path.rstrip("/").rsplit("/", 1)[-1]
+                if value == "0":
+                    switch.events.append("off")
+                    boards["a"].stop()
+                elif value == "1":
+                    switch.events.append("on")
+                    boards["a"] = QemuBootloader(bootloader).start()
+                    proxies["a"].target_port = boards["a"].port
+                body = b"1" if boards["a"].running else b"0"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/relay/{{index}}/{{value}}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def exporter_config(proxy: FaultProxy, power_url: str | None) -> str:
+    text = f"board:\n  NetworkSerialPort:\n    host: 127.0.0.1\n    port: {proxy.port}\n    protocol: raw\n" \
+           f"    speed: 115200\n"
+    if power_url:
+        text += f"  NetworkPowerPort:\n    model: simplerest\n    host: '{power_url}'\n    index: 0\n"
+    return text
+
+
 @pytest.fixture(scope="module")
 def farm(bootloader, tmp_path_factory):
-    """A coordinator, two QEMU boards behind proxies, an exporter each, places a and b."""
+    """A coordinator, two QEMU boards behind proxies (board a with a power switch), an
+    exporter each, places a and b."""
     folder = tmp_path_factory.mktemp("farm")
     address = f"127.0.0.1:{free_port()}"
     started: list = []
+    boards, proxies = {}, {}
     try:
-        coordinator = Process([str(BIN / "labgrid-coordinator"), "-l", address], folder, folder / "coordinator.log")
-        started.append(coordinator)
-        boards, proxies = {}, {}
+        started.append(Process([str(BIN / "labgrid-coordinator"), "-l", address], folder, folder / "coordinator.log"))
         for name in ("a", "b"):
             boards[name] = QemuBootloader(bootloader).start()
-            started.append(boards[name])
             proxies[name] = FaultProxy(boards[name].port, on_kill=boards[name].stop).__enter__()
             started.append(proxies[name])
+        switch = PowerSwitch(bootloader, boards, proxies)
+        started.append(switch)
+        for name in ("a", "b"):
             config = folder / f"exporter-{name}.yaml"
-            config.write_text(f"board:\n  NetworkSerialPort:\n    host: 127.0.0.1\n    port: {proxies[name].port}\n"
-                              f"    protocol: raw\n    speed: 115200\n")
+            config.write_text(exporter_config(proxies[name], switch.url if name == "a" else None))
             started.append(Process([str(BIN / "labgrid-exporter"), "-c", address, "-n", f"exporter-{name}",
                                     "--hostname", "127.0.0.1", str(config)], folder, folder / f"exporter-{name}.log"))
         wait_for(lambda: labgrid_client(address, "resources", cwd=folder).stdout.count("NetworkSerialPort") == 2,
@@ -248,13 +299,15 @@ def farm(bootloader, tmp_path_factory):
             for args in (("-p", name, "create"), ("-p", name, "add-match", f"exporter-{name}/board/*")):
                 r = labgrid_client(address, *args, cwd=folder)
                 assert r.returncode == 0, r.stderr
-        yield {"address": address, "folder": folder, "boards": boards, "proxies": proxies}
+        yield {"address": address, "folder": folder, "boards": boards, "proxies": proxies, "switch": switch}
     finally:
         for thing in reversed(started):
             if isinstance(thing, FaultProxy):
                 thing.__exit__(None, None, None)
             else:
                 thing.stop()
+        for qemu in boards.values():
+            qemu.stop()
 
 
 def acquired(farm: dict, place: str) -> str:
@@ -277,6 +330,7 @@ def test_validate_shards_over_two_places(farm, work, semihosting_validate):
     assert "place a: samples 0-19" in r.stderr and "place b: samples 20-39" in r.stderr
     assert acquired(farm, "a") == "None" and acquired(farm, "b") == "None"
     assert all(p.connections == 2 for p in farm["proxies"].values())  # each board: one flash, one run
+    assert farm["switch"].events == ["off", "on"]  # place a's power cycled through labgrid before flashing
 
 
 def test_a_board_killed_mid_run_gives_exit_6_and_its_place_is_released(farm, work):

@@ -203,9 +203,9 @@ def run_shards(board: Board, info: dict, work: list[Shard], targets: dict[str, S
         try:
             shard.counts, shard.raw, shard.resent = run_target(board, info, shard.payloads, targets[shard.place],
                                                                progress and len(work) == 1, shard.first)
-        except CuvilError as exc:
-            shard.error = type(exc)(f"{exc}") if f"place '{shard.place}'" in str(exc) else \
-                type(exc)(f"place '{shard.place}': {exc}")
+        except CuvilError as exc:  # the harness's errors name the place already, flashing's do not
+            named = str(exc) if str(exc).startswith(f"place '{shard.place}'") else f"place '{shard.place}': {exc}"
+            shard.error = type(exc)(named)
     threads = [threading.Thread(target=one, args=(s,), name=f"place-{s.place}") for s in work if s.payloads]
     for thread in threads:
         thread.start()

@@ -21,7 +21,7 @@ from ..boards import Board
 from ..errors import TargetError
 from . import serial_protocol as proto
 from .progress import Progress
-from .protocol import decode_outputs, output_dtype, per_input_arrays
+from .protocol import decode_outputs, output_dtype, per_input_arrays, split_outputs
 
 RETRIES = 3             # sends of one frame after the first
 HELLO_TRIES = 8
@@ -231,15 +231,10 @@ def run_target(board: Board, info: dict, payloads: list[bytes], target: SerialTa
 def result_of(board: Board, info: dict, counts: list[int], raw_samples: list[bytes], resent: int) -> dict:
     """The runner result (as runners/firmware.run_on_qemu's): outputs per sample, and the counts
     under `instructions` (QEMU: SysTick) or `cycles` (DWT on silicon)."""
-    itemsize = output_dtype(info).itemsize
-    sizes = [t["size"] for t in info["outputs"]]
-    bounds = np.cumsum([0, *sizes]) * itemsize
-    raw = [np.stack([np.frombuffer(s[a:b], dtype=output_dtype(info).newbyteorder("<")) for s in raw_samples])
-           if raw_samples else np.zeros((0, b // itemsize - a // itemsize), output_dtype(info))
-           for a, b in zip(bounds[:-1], bounds[1:])]
-    counter = str(board.get("firmware.serial_counter", "systick"))
-    key = proto.COUNT_NAMES[proto.COUNTERS[counter]]
-    return {"outputs": decode_outputs(info, raw, len(raw_samples)), key: counts, "raw": raw,
+    raw = split_outputs(b"".join(raw_samples), len(raw_samples), [t["size"] for t in info["outputs"]],
+                        output_dtype(info))
+    kind = proto.COUNTERS[str(board.get("firmware.serial_counter", "systick"))]
+    return {"outputs": decode_outputs(info, raw, len(raw_samples)), proto.COUNT_NAMES[kind]: counts, "raw": raw,
             "layer_instructions": None, "layers": None, "resent_frames": resent}
 
 
