@@ -1,0 +1,191 @@
+"""The int8 rule of LSTM and GRU: int8 inputs and weights, 16-bit state, in the spirit of
+TFLite's integer LSTM and CMSIS-NN's arm_lstm_unidirectional_s8 (our own arithmetic, the
+same in numpy and in every C kernel, bit for bit).
+
+Fixed points (Qm.n: int16 with n fraction bits):
+- x: int8 at its calibrated (scale sx, zero point zx). W and R: int8, symmetric, one scale
+  per gate row (sw[r], sr[r]).
+- h: int16 Q0.15 (|h| < 1 always). c (LSTM): int16 Q(15-F).F, where F = 15 - ceil(log2(T +
+  max|c0|)) for a sequence of T steps: |c_t| <= |c0| + t because |f|, |i|, |g| < 1, so the
+  cell never saturates.
+- Gate pre-activations: int16 Q3.12 (range [-8, 8)). For gate row r:
+      ax = bx[r] + sum_i W[r, i] (x_i - zx)        bx = round(Wb / (sx sw[r]))      int32
+      ah = bh[r] + sum_j R[r, j] h_j                bh = round(Rb / (2^-15 sr[r]))   int32
+      gx = sat16(requant(ax, Mx[r], Sx[r])),  Mx / 2^Sx ~= sx sw[r] 2^12
+      gh = sat16(requant(ah, Mh[r], Sh[r])),  Mh / 2^Sh ~= sr[r] / 8
+  requant is the one rounding rule (quant/requant.py). Quantization refuses weights whose
+  worst-case sums could leave int32 (|bx| + 255 sum|W[r]| and |bh| + 32768 sum|R[r]|).
+- sigmoid and tanh: Q3.12 in, Q0.15 out, by a 513-entry int16 table of f at every
+  128th code (step 1/32) with linear interpolation between entries:
+      u = x + 32768; i = u >> 7; y = T[i] + (((T[i+1] - T[i]) * (u & 127) + 64) >> 7)
+- rs(v, s) = (v + 2^(s-1)) >> s (arithmetic shift: the rounding of requant); sat16 clamps
+  to [-32768, 32767].
+LSTM step (gates i, o, f, g = sigmoid, sigmoid, sigmoid, tanh of sat16(gx + gh)):
+      c = sat16(rs(f c, 15) + rs(i g, 30 - F));  h = rs(o tanh(c in Q3.12), 15)
+  where c in Q3.12 is rs(c, F - 12) for F > 12, c for F = 12, sat16(c * 2^(12 - F)) below.
+GRU step (z, r = sigmoid(sat16(gx + gh)) of their rows; n row: gx and the R sum of rh):
+      linear_before_reset 0: rh = rs(r h, 15); n = tanh(sat16(gx + gh(rh)))
+      linear_before_reset 1: n = tanh(sat16(gx + rs(r gh(h), 15)))
+      h = rs((32768 - z) n + z h, 15)
+Outputs: Y and Y_h = clamp8(zy + requant(h, M, S)) with M / 2^S ~= 2^-15 / sy, Y_c likewise
+from c at 2^-F; each output has its own calibrated scale.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..codegen.kernel_api import Weight
+from ..ir import Graph, Node
+from ..quant.requant import RequantRangeError, clamp_int8, quantize_multiplier, quantize_multipliers, requant
+from .activation import sigmoid
+from .common import qparams_of
+from .conv import symmetric_per_channel
+
+if TYPE_CHECKING:
+    from .recurrent import Recurrent
+
+GATE_BITS = 12  # gate pre-activations: Q3.12
+STATE_BITS = 15  # h, sigmoid and tanh outputs: Q0.15
+TABLE_STEP = 7  # one table entry every 2^7 codes
+INT32_LIMIT = 2 ** 31
+
+
+def activation_table(function) -> np.ndarray:
+    codes = np.arange(0, 65536 + 1, 1 << TABLE_STEP, dtype=np.int64) - 32768
+    values = np.round(function(codes / float(1 << GATE_BITS)) * (1 << STATE_BITS))
+    return np.clip(values, -32768, 32767).astype(np.int16)
+
+
+SIGMOID_TABLE = activation_table(sigmoid)
+TANH_TABLE = activation_table(np.tanh)
+
+
+def lookup(table: np.ndarray, x: np.ndarray) -> np.ndarray:
+    u = np.asarray(x, dtype=np.int64) + 32768
+    i, frac = u >> TABLE_STEP, u & ((1 << TABLE_STEP) - 1)
+    lo, hi = table[i].astype(np.int64), table[i + 1].astype(np.int64)  # i <= 511: the table has 513 entries
+    return lo + (((hi - lo) * frac + (1 << (TABLE_STEP - 1))) >> TABLE_STEP)
+
+
+def rs(v: np.ndarray, s: int) -> np.ndarray:
+    return (np.asarray(v, dtype=np.int64) + (1 << (s - 1))) >> s
+
+
+def sat16(v: np.ndarray) -> np.ndarray:
+    return np.clip(v, -32768, 32767).astype(np.int64)
+
+
+def cell_to_gate(c: np.ndarray, cell_bits: int) -> np.ndarray:
+    if cell_bits > GATE_BITS:
+        return rs(c, cell_bits - GATE_BITS)
+    return sat16(c * (1 << (GATE_BITS - cell_bits)))
+
+
+def cell_bits_for(seq: int, c0_max: float) -> int:
+    int_bits = max(0, math.ceil(math.log2(seq + c0_max)))
+    if int_bits > STATE_BITS:
+        raise RequantRangeError(f"the cell state can reach {seq + c0_max:.3g}, beyond the int16 cell state")
+    return STATE_BITS - int_bits
+
+
+def quantize_rows(w: np.ndarray, bias: np.ndarray, in_scale: float, in_max: int, what: str):
+    """int8 rows, int32 bias at in_scale * row scale, and the check that the sums fit int32."""
+    wq, scale = symmetric_per_channel(w, 0)
+    bias_q = np.round(bias / (np.float64(in_scale) * scale.astype(np.float64)))
+    worst = np.abs(bias_q) + in_max * np.abs(wq.astype(np.int64)).sum(axis=1)
+    if worst.max() >= INT32_LIMIT:
+        raise RequantRangeError(f"the {what} sums of a gate can leave int32")
+    return wq, bias_q.astype(np.int32), scale.astype(np.float64)
+
+
+def quantize(op: "Recurrent", node: Node, g: Graph) -> None:
+    s = op.shape(node, g)
+    sx, zx = qparams_of(g, node.inputs[0])
+    params = [op.weights(node, g, d) for d in range(s.dirs)]
+    cell_bits = cell_bits_for(s.seq, max(float(np.abs(p["c0"]).max()) for p in params))
+    dirs = []
+    for p in params:
+        wq, bx, sw = quantize_rows(p["w"], p["wb"], sx, 255, "input")
+        rq, bh, sr = quantize_rows(p["r"], p["rb"], 2.0 ** -STATE_BITS, 32768, "recurrent")
+        x_mult, x_shift = quantize_multipliers(sx * sw * (1 << GATE_BITS))
+        h_mult, h_shift = quantize_multipliers(sr * 2.0 ** (GATE_BITS - STATE_BITS))
+        h0 = np.clip(np.round(p["h0"] * (1 << STATE_BITS)), -32768, 32767).astype(np.int16)
+        c0 = np.clip(np.round(p["c0"] * (1 << cell_bits)), -32768, 32767).astype(np.int16)
+        dirs.append({"w": wq, "r": rq, "bx": bx, "bh": bh, "x_mult": x_mult, "x_shift": x_shift, "h_mult": h_mult,
+                     "h_shift": h_shift, "h0": h0, "c0": c0})
+    outs = []
+    for i, name in enumerate(node.outputs[:op.outputs]):
+        sy, zy = qparams_of(g, name)
+        bits = cell_bits if i == 2 else STATE_BITS
+        outs.append((*quantize_multiplier(2.0 ** -bits / sy), zy))
+    node.q = {"dirs": dirs, "out": outs, "zx": zx, "cell_bits": cell_bits,
+              "linear_before_reset": int(bool(op.attr(node, "linear_before_reset")))}
+
+
+def requantize_out(v: np.ndarray, out: tuple[int, int, int]) -> np.ndarray:
+    mult, shift, zy = out
+    return clamp_int8(requant(v, mult, shift) + zy)
+
+
+def gate_sums(qd: dict, x: np.ndarray, zx: int, rows: slice) -> np.ndarray:
+    acc = (x.astype(np.int64) - zx) @ qd["w"][rows].T.astype(np.int64) + qd["bx"][rows]
+    return sat16(requant(acc, qd["x_mult"][rows], qd["x_shift"][rows]))
+
+
+def recurrent_sums(qd: dict, h: np.ndarray, rows: slice) -> np.ndarray:
+    acc = h @ qd["r"][rows].T.astype(np.int64) + qd["bh"][rows]
+    return sat16(requant(acc, qd["h_mult"][rows], qd["h_shift"][rows]))
+
+
+def lstm_step(q: dict, qd: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray):
+    every = slice(None)
+    pre = sat16(gate_sums(qd, x, q["zx"], every) + recurrent_sums(qd, h, every))
+    i, o, f, g = np.split(pre, 4, axis=1)
+    i, o, f, g = lookup(SIGMOID_TABLE, i), lookup(SIGMOID_TABLE, o), lookup(SIGMOID_TABLE, f), lookup(TANH_TABLE, g)
+    bits = q["cell_bits"]
+    c = sat16(rs(f * c, STATE_BITS) + rs(i * g, 2 * STATE_BITS - bits))
+    h = rs(o * lookup(TANH_TABLE, cell_to_gate(c, bits)), STATE_BITS)
+    return h, c
+
+
+def gru_step(q: dict, qd: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray):
+    hid = h.shape[1]
+    zr_rows, n_rows = slice(0, 2 * hid), slice(2 * hid, 3 * hid)
+    zr = lookup(SIGMOID_TABLE, sat16(gate_sums(qd, x, q["zx"], zr_rows) + recurrent_sums(qd, h, zr_rows)))
+    z, r = zr[:, :hid], zr[:, hid:]
+    gx = gate_sums(qd, x, q["zx"], n_rows)
+    if q["linear_before_reset"]:
+        n = lookup(TANH_TABLE, sat16(gx + rs(r * recurrent_sums(qd, h, n_rows), STATE_BITS)))
+    else:
+        n = lookup(TANH_TABLE, sat16(gx + recurrent_sums(qd, rs(r * h, STATE_BITS), n_rows)))
+    return rs((32768 - z) * n + z * h, STATE_BITS), c
+
+
+def run_direction(node: Node, qd: dict, x: np.ndarray, steps: list[int]):
+    """One direction over the sequence x [seq, batch, input] (int8): per step h (Q0.15), and
+    the last h and c, all int64."""
+    step = lstm_step if node.op == "LSTM" else gru_step
+    h, c = qd["h0"].astype(np.int64), qd["c0"].astype(np.int64)
+    y = np.zeros((x.shape[0],) + h.shape, dtype=np.int64)
+    for t in steps:
+        h, c = step(node.q, qd, x[t], h, c)
+        y[t] = h
+    return y, h, c
+
+
+def kernel_args(node: Node, d: int) -> dict:
+    q, qd = node.q, node.q["dirs"][d]
+    args = {k: Weight(k, np.ascontiguousarray(qd[k]), "int8_t") for k in ("w", "r")}
+    args.update({k: Weight(k, qd[k], "int32_t") for k in ("bx", "bh", "x_mult", "x_shift", "h_mult", "h_shift")})
+    args.update(h0=Weight("h0", qd["h0"], "int16_t"), sig_table=Weight("sig", SIGMOID_TABLE, "int16_t"),
+                tanh_table=Weight("tanh", TANH_TABLE, "int16_t"), zx=q["zx"])
+    for prefix, (mult, shift, zp) in zip(("y", "yh", "yc"), q["out"]):
+        args.update({f"{prefix}_mult": mult, f"{prefix}_shift": shift, f"{prefix}_zp": zp})
+    if node.op == "LSTM":
+        args.update(c0=Weight("c0", qd["c0"], "int16_t"), cell_bits=q["cell_bits"])
+    else:
+        args["linear_before_reset"] = q["linear_before_reset"]
+    return args
