@@ -901,7 +901,8 @@ M7_GROUPS: dict[str, list[str]] = {
             "avgpool_include_pad", "avgpool_ceil_include_pad", "avgpool_ceil_include_pad_all_sides", "global_avgpool",
             "global_avgpool_256",
             "concat_channels", "concat_2d", "pad_asym", "transpose_0321", "sigmoid", "hardswish", "tanh",
-            "softmax_2d", "softmax_rows", "softmax_after_gemm"],
+            "softmax_2d", "softmax_rows", "softmax_after_gemm", "seq_matmul_attention",
+            "seq_lstm_bidirectional_batch_first", "seq_gru_bidirectional_lbr"],
     "qdq_ties": ids_with("qdq_"),
     "network": ["network"],
 }

@@ -107,8 +107,9 @@ class MatMul(FullyConnected):
     """A constant B is a fully connected layer (the rule above); a B computed by the model
     is the MatMul of two activations of ops/matmul.py."""
     op_type = "MatMul"
-    summary = ("A @ B of any rank (numpy.matmul broadcasting); a constant 2-D B is a fully connected layer. "
-               "int8 with two activations: int32 sum of (a - za)(b - zb), one requantization")
+    summary = "A @ B of any rank (numpy.matmul broadcasting); a constant 2-D B is a fully connected layer"
+    int8_rule = ("requantized; constant B: per-channel int8 weights, int32 bias; two activations: int32 sum of "
+                 "(a - za)(b - zb), one requantization")
 
     @staticmethod
     def weighted(node: Node, g: Graph) -> bool:

@@ -205,8 +205,10 @@ class Recurrent(OpDef):
 @register
 class LSTM(Recurrent):
     op_type = "LSTM"
-    summary = ("LSTM, forward/reverse/bidirectional, layout 0/1 (int8: int16 h and c, Q3.12 gates, "
-               "interpolated sigmoid/tanh tables)")
+    summary = ("forward, reverse, bidirectional; layout 0/1; constant W, R, B, initial states; default activations, "
+               "no peepholes, no clip")
+    int8_rule = ("int8 x, W, R; int16 state (h Q0.15, c Q(15-F).F); gates Q3.12 through interpolated sigmoid/tanh "
+                 "tables; Y, Y_h, Y_c requantized")
     gates = 4
     outputs = 3
 
@@ -226,8 +228,10 @@ class LSTM(Recurrent):
 @register
 class GRU(Recurrent):
     op_type = "GRU"
-    summary = ("GRU, forward/reverse/bidirectional, layout 0/1, linear_before_reset (int8: int16 h, Q3.12 gates, "
-               "interpolated sigmoid/tanh tables)")
+    summary = ("forward, reverse, bidirectional; layout 0/1; linear_before_reset; constant W, R, B, initial_h; "
+               "default activations, no clip")
+    int8_rule = ("int8 x, W, R; int16 state (h Q0.15); gates Q3.12 through interpolated sigmoid/tanh tables; "
+                 "Y, Y_h requantized")
     gates = 3
     outputs = 2
 
