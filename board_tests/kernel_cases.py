@@ -853,6 +853,29 @@ def seq_lstm_reverse_yh_only(b, x):
     return rnn(b, "LSTM", time_major(b, x[0]), 3, 7, "reverse", outputs=("Y_h",))
 
 
+@case((1, 6, 4), (1, 1, 5), (1, 1, 5), ranges=((-2.0, 2.0), (-0.8, 0.8), (-3.0, 3.0)))
+def seq_lstm_runtime_state(b, x):
+    """initial_h and initial_c computed by the model (streaming: the state of the last call)"""
+    gates, scale = 4, 1.0 / np.sqrt(5)
+    inputs = [time_major(b, x[0]), b.const(b.randn((1, 20, 4), scale), "w"), b.const(b.randn((1, 20, 5), scale), "r"),
+              b.const(b.randn((1, 40), 0.2), "b"), "", x[1], x[2]]
+    outs = [b.fresh("y"), b.fresh("y_h"), b.fresh("y_c")]
+    b.nodes.append(helper.make_node("LSTM", inputs, outs, name=b.fresh("LSTM"), hidden_size=5))
+    return outs
+
+
+@case((1, 7, 3), (1, 2, 4), ranges=((-2.0, 2.0), (-0.9, 0.9)))
+def seq_gru_runtime_state_batch_first(b, x):
+    """a computed initial_h [batch, dirs, hidden] (layout 1), both directions"""
+    scale = 0.5
+    inputs = [x[0], b.const(b.randn((2, 12, 3), scale), "w"), b.const(b.randn((2, 12, 4), scale), "r"),
+              b.const(b.randn((2, 24), 0.2), "b"), "", x[1]]
+    outs = [b.fresh("y"), b.fresh("y_h")]
+    b.nodes.append(helper.make_node("GRU", inputs, outs, name=b.fresh("GRU"), hidden_size=4, layout=1,
+                                    direction="bidirectional"))
+    return outs
+
+
 @case((1, 8, 4), ranges=((-2.0, 2.0),))
 def seq_gru_forward(b, x):
     return rnn(b, "GRU", time_major(b, x[0]), 4, 6)
@@ -888,7 +911,7 @@ FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", 
               "concat_channels", "pad_value", "transpose_0321", "leaky_relu", "sigmoid", "hardswish", "tanh",
               "softmax_rows", "network", "seq_matmul_bcast_relu", "seq_matmul_attention",
               "seq_lstm_bidirectional_batch_first", "seq_lstm_reverse_yh_only", "seq_gru_forward",
-              "seq_gru_bidirectional_lbr"]
+              "seq_gru_bidirectional_lbr", "seq_lstm_runtime_state", "seq_gru_runtime_state_batch_first"]
 
 # cortex-m7 (profile lite): one firmware per group (the op grid, the QDQ ties, the network)
 M7_GROUPS: dict[str, list[str]] = {
@@ -902,7 +925,7 @@ M7_GROUPS: dict[str, list[str]] = {
             "global_avgpool_256",
             "concat_channels", "concat_2d", "pad_asym", "transpose_0321", "sigmoid", "hardswish", "tanh",
             "softmax_2d", "softmax_rows", "softmax_after_gemm", "seq_matmul_attention",
-            "seq_lstm_bidirectional_batch_first", "seq_gru_bidirectional_lbr"],
+            "seq_lstm_bidirectional_batch_first", "seq_gru_bidirectional_lbr", "seq_lstm_runtime_state"],
     "qdq_ties": ids_with("qdq_"),
     "network": ["network"],
 }

@@ -77,15 +77,13 @@ def test_onnx_backend_peephole_case_is_refused(tmp_path):
 
 
 # --- refusals ---------------------------------------------------------------------------------
-def lstm_model(hidden: int = 3, runtime_h0: bool = False, lens=None, **attrs) -> onnx.ModelProto:
+def lstm_model(hidden: int = 3, lens=None, **attrs) -> onnx.ModelProto:
     rng = np.random.default_rng(0)
     const = {"W": rng.standard_normal((1, 4 * hidden, 2)), "R": rng.standard_normal((1, 4 * hidden, hidden))}
     if lens is not None:
         const["L"] = np.asarray(lens, np.int32)
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 2, 2])]
-    if runtime_h0:
-        inputs.append(helper.make_tensor_value_info("h0", TensorProto.FLOAT, [1, 2, hidden]))
-    node = helper.make_node("LSTM", ["x", "W", "R", "", "L" if lens is not None else "", "h0" if runtime_h0 else ""],
+    node = helper.make_node("LSTM", ["x", "W", "R", "", "L" if lens is not None else ""],
                             ["y"], name="rnn0", hidden_size=hidden, **attrs)
     graph = helper.make_graph([node], "g", inputs,
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 1, 2, hidden])],
@@ -99,7 +97,6 @@ def lstm_model(hidden: int = 3, runtime_h0: bool = False, lens=None, **attrs) ->
     ({"activations": ["Sigmoid", "Relu", "Tanh"]}, r"only the default activations \(sigmoid, tanh, tanh\)"),
     ({"input_forget": 1}, "input_forget=1 is not supported"),
     ({"lens": [4, 3]}, "sequence_lens must be absent or a constant equal to the sequence length"),
-    ({"runtime_h0": True}, "initial_h must be a constant"),
     ({"direction": "sideways"}, "unknown direction 'sideways'"),
 ])
 def test_unsupported_lstm_is_refused_naming_the_node(tmp_path, kwargs, message):

@@ -1,10 +1,11 @@
 """LSTM and GRU (ONNX opset 7-22): forward, reverse and bidirectional, `layout` 0 (time major)
 and 1 (batch major), initial states, GRU's linear_before_reset; outputs Y, Y_h (and Y_c).
 
-What is supported: W, R, B, initial_h/initial_c constant (or absent: zeros), sequence_lens
-absent or a constant equal to the sequence length for every batch entry, the default
-activations (Sigmoid, Tanh, Tanh), no `clip`, no input_forget, LSTM peepholes P absent or
-zero. Anything else is refused with one line naming the node.
+What is supported: constant W, R, B; initial_h/initial_c computed by the model (streaming),
+constant, or absent (zeros); sequence_lens absent or a constant equal to the sequence length
+for every batch entry; the default activations (Sigmoid, Tanh, Tanh); no `clip`, no
+input_forget, LSTM peepholes P absent or zero. Anything else is refused with one line naming
+the node.
 
 Gate order as ONNX stores it: LSTM i, o, f, c; GRU z, r, h.
 
@@ -36,6 +37,11 @@ from .common import optional_input, require
 from .registry import OpDef, register
 from . import recurrent_int as qrnn
 
+def named_inputs(node: Node, xs: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """The node's input values by name (the interpreter passes the present inputs only)."""
+    return dict(zip([name for name in node.inputs if name], xs))
+
+
 DEFAULT_ACTIVATIONS = {"LSTM": ["sigmoid", "tanh", "tanh"], "GRU": ["sigmoid", "tanh"]}
 
 
@@ -59,7 +65,7 @@ class Recurrent(OpDef):
         require(len(node.inputs) >= 3, node, "needs X, W and R")
         for index, what in ((1, "W"), (2, "R")):
             require(g.const(node.inputs[index]) is not None, node, f"{what} must be a constant initializer")
-        for index, what in ((3, "B"), (5, "initial_h"), (6, "initial_c"), (7, "P")):
+        for index, what in ((3, "B"), (7, "P")):
             if optional_input(node, index):
                 require(g.const(node.inputs[index]) is not None, node, f"{what} must be a constant (or absent)")
         direction = self.attr(node, "direction")
@@ -114,15 +120,26 @@ class Recurrent(OpDef):
 
     # --- float reference ------------------------------------------------------------------
     def weights(self, node: Node, g: Graph, d: int) -> dict[str, np.ndarray]:
-        """Direction d's W, R, Wb, Rb, initial states (zeros where absent), in float64."""
+        """Direction d's W, R, Wb, Rb in float64."""
         s = self.shape(node, g)
         gh = self.gates * s.hidden
         bias = g.const(node.inputs[3]) if optional_input(node, 3) else np.zeros((s.dirs, 2 * gh))
         out = {"w": g.const(node.inputs[1])[d], "r": g.const(node.inputs[2])[d], "wb": bias[d][:gh], "rb": bias[d][gh:]}
-        for index, key in ((5, "h0"), (6, "c0")):
-            state = g.const(node.inputs[index]) if optional_input(node, index) else np.zeros((s.dirs, s.batch, s.hidden))
-            out[key] = (state.transpose(1, 0, 2) if s.layout and optional_input(node, index) else state)[d]
         return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+
+    def state_shape(self, s: Shape) -> tuple[int, int, int]:
+        """initial_h / initial_c (and Y_h / Y_c) in the ONNX layout."""
+        return (s.batch, s.dirs, s.hidden) if s.layout else (s.dirs, s.batch, s.hidden)
+
+    def initial_state(self, node: Node, g: Graph, index: int, values: dict[str, np.ndarray]) -> np.ndarray:
+        """Input `index` (5: initial_h, 6: initial_c) as [dirs, batch, hidden]: a constant, the
+        value the model computed, or zeros where absent."""
+        s, name = self.shape(node, g), optional_input(node, index)
+        if not name:
+            return np.zeros((s.dirs, s.batch, s.hidden))
+        data = g.const(name)
+        state = np.asarray(values[name] if data is None else data).reshape(self.state_shape(s))
+        return state.transpose(1, 0, 2) if s.layout else state
 
     def step_float(self, node: Node, p: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray):
         raise NotImplementedError
@@ -131,10 +148,12 @@ class Recurrent(OpDef):
         s = self.shape(node, g)
         x = xs[0].astype(np.float64)
         x = x.transpose(1, 0, 2) if s.layout else x  # [seq, batch, input]
+        values = named_inputs(node, xs)
+        h0, c0 = (self.initial_state(node, g, index, values).astype(np.float64) for index in (5, 6))
         ys, hs, cs = [], [], []
         for d in range(s.dirs):
             p = self.weights(node, g, d)
-            h, c = p["h0"], p["c0"]
+            h, c = h0[d], c0[d]
             y = np.zeros((s.seq, s.batch, s.hidden))
             for t in self.time_steps(node, s, d):
                 h, c = self.step_float(node, p, x[t], h, c)
@@ -162,9 +181,10 @@ class Recurrent(OpDef):
     def run_int(self, node, g, xs):
         s = self.shape(node, g)
         x = xs[0].transpose(1, 0, 2) if s.layout else xs[0]
+        h0, c0 = qrnn.initial_states(self, node, g, named_inputs(node, xs))
         ys, hs, cs = [], [], []
         for d in range(s.dirs):
-            y, h, c = qrnn.run_direction(node, node.q["dirs"][d], x, list(self.time_steps(node, s, d)))
+            y, h, c = qrnn.run_direction(node, node.q["dirs"][d], x, h0[d], c0[d], list(self.time_steps(node, s, d)))
             ys.append(y), hs.append(h), cs.append(c)
         outs = self.pack(s, ys, hs, cs, np.int64)
         return [qrnn.requantize_out(v, node.q["out"][i]) for i, v in enumerate(outs)] + [
@@ -195,20 +215,31 @@ class Recurrent(OpDef):
 
     def float_args(self, node: Node, g: Graph, d: int) -> dict:
         p = self.weights(node, g, d)
-        f32 = {k: Weight(k, np.ascontiguousarray(v, dtype=np.float32), "float") for k, v in p.items()}
-        return {k: f32[k] for k in ("w", "r", "wb", "rb", "h0")} | self.extra_float_args(node, f32)
+        args = {k: Weight(k, np.ascontiguousarray(v, dtype=np.float32), "float") for k, v in p.items()}
+        s = self.shape(node, g)
+        for index, key in self.state_inputs():
+            name = optional_input(node, index)
+            if name and g.const(name) is None:
+                args[key] = Buf(name, const=True)
+            else:  # read at the direction's offset like Y_h: the whole array, in the ONNX layout
+                state = g.const(name) if name else np.zeros(self.state_shape(s))
+                args[key] = Weight(key, np.ascontiguousarray(state, dtype=np.float32), "float")
+        return args | self.extra_float_args(node)
 
-    def extra_float_args(self, node: Node, f32: dict[str, Weight]) -> dict:
+    def state_inputs(self) -> tuple[tuple[int, str], ...]:
+        return ((5, "h0"), (6, "c0"))[:self.outputs - 1]
+
+    def extra_float_args(self, node: Node) -> dict:
         return {}
 
 
 @register
 class LSTM(Recurrent):
     op_type = "LSTM"
-    summary = ("forward, reverse, bidirectional; layout 0/1; constant W, R, B, initial states; default activations, "
-               "no peepholes, no clip")
-    int8_rule = ("int8 x, W, R; int16 state (h Q0.15, c Q(15-F).F); gates Q3.12 through interpolated sigmoid/tanh "
-                 "tables; Y, Y_h, Y_c requantized")
+    summary = ("forward, reverse, bidirectional; layout 0/1; constant W, R, B; initial states constant or computed; "
+               "sequence_lens absent or full; default activations; no peepholes, clip, input_forget")
+    int8_rule = ("int8 x, W, R, initial states; int16 state (h Q0.15, c Q(15-F).F); gates Q3.12 through "
+                 "interpolated sigmoid/tanh tables; Y, Y_h, Y_c requantized")
     gates = 4
     outputs = 3
 
@@ -221,17 +252,14 @@ class LSTM(Recurrent):
         c = sigmoid(f) * c + sigmoid(i) * np.tanh(gc)
         return sigmoid(o) * np.tanh(c), c
 
-    def extra_float_args(self, node, f32):
-        return {"c0": f32["c0"]}
-
 
 @register
 class GRU(Recurrent):
     op_type = "GRU"
-    summary = ("forward, reverse, bidirectional; layout 0/1; linear_before_reset; constant W, R, B, initial_h; "
-               "default activations, no clip")
-    int8_rule = ("int8 x, W, R; int16 state (h Q0.15); gates Q3.12 through interpolated sigmoid/tanh tables; "
-                 "Y, Y_h requantized")
+    summary = ("forward, reverse, bidirectional; layout 0/1; linear_before_reset; constant W, R, B; initial_h "
+               "constant or computed; sequence_lens absent or full; default activations; no clip")
+    int8_rule = ("int8 x, W, R, initial_h; int16 state (h Q0.15); gates Q3.12 through interpolated sigmoid/tanh "
+                 "tables; Y, Y_h requantized")
     gates = 3
     outputs = 2
 
@@ -250,5 +278,5 @@ class GRU(Recurrent):
             n = np.tanh(gx[:, 2 * hid:] + (r * h) @ rw[2 * hid:].T + rb[2 * hid:])
         return (1 - z) * n + z * h, c
 
-    def extra_float_args(self, node, f32):
+    def extra_float_args(self, node):
         return {"linear_before_reset": int(bool(self.attr(node, "linear_before_reset")))}

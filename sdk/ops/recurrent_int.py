@@ -7,7 +7,10 @@ Fixed points (Qm.n: int16 with n fraction bits):
   per gate row (sw[r], sr[r]).
 - h: int16 Q0.15 (|h| < 1 always). c (LSTM): int16 Q(15-F).F, where F = 15 - ceil(log2(T +
   max|c0|)) for a sequence of T steps: |c_t| <= |c0| + t because |f|, |i|, |g| < 1, so the
-  cell never saturates.
+  cell never saturates (max|c0|: what the int8 initial_c can represent).
+- initial_h / initial_c: int8 (a computed one at its calibrated scale, a constant per
+  tensor at its own, absent = zeros), converted once to the state format:
+      h = sat16(requant(h0 - zh, M, S)), M / 2^S ~= sh 2^15  (c: sc 2^F)
 - Gate pre-activations: int16 Q3.12 (range [-8, 8)). For gate row r:
       ax = bx[r] + sum_i W[r, i] (x_i - zx)        bx = round(Wb / (sx sw[r]))      int32
       ah = bh[r] + sum_j R[r, j] h_j                bh = round(Rb / (2^-15 sr[r]))   int32
@@ -37,12 +40,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..codegen.kernel_api import Weight
+from ..codegen.kernel_api import Buf, Weight
 from ..ir import Graph, Node
-from ..quant.requant import RequantRangeError, clamp_int8, quantize_multiplier, quantize_multipliers, requant
+from ..quant.requant import (RequantRangeError, clamp_int8, quantize_float, quantize_multiplier, quantize_multipliers,
+                             requant)
 from .activation import sigmoid
-from .common import qparams_of
+from .common import optional_input, qparams_of
 from .conv import symmetric_per_channel
+from .elementwise import const_qparams
 
 if TYPE_CHECKING:
     from .recurrent import Recurrent
@@ -101,27 +106,50 @@ def quantize_rows(w: np.ndarray, bias: np.ndarray, in_scale: float, in_max: int,
     return wq, bias_q.astype(np.int32), scale.astype(np.float64)
 
 
+def state_qparams(op: "Recurrent", node: Node, g: Graph, index: int) -> dict:
+    """An initial state's int8 form: scale, zero point, the codes of a constant (zeros where
+    absent, None where the model computes it) and the largest magnitude it can hold."""
+    name = optional_input(node, index)
+    if not name:
+        return {"scale": 0.0, "zp": 0, "data": np.zeros(op.state_shape(op.shape(node, g)), np.int8), "max": 0.0}
+    data = g.const(name)
+    if data is None:
+        scale, zp = qparams_of(g, name)
+        codes = None
+        largest = scale * max(abs(-128 - zp), abs(127 - zp))
+    else:
+        scale, zp = const_qparams(data)
+        codes = quantize_float(data, scale, zp)
+        largest = scale * float(np.abs(codes.astype(np.int64) - zp).max())
+    return {"scale": scale, "zp": zp, "data": codes, "max": largest}
+
+
+def with_multiplier(state: dict, bits: int) -> dict:
+    mult, shift = quantize_multiplier(state["scale"] * 2.0 ** bits)
+    return dict(state, mult=mult, shift=shift)
+
+
 def quantize(op: "Recurrent", node: Node, g: Graph) -> None:
     s = op.shape(node, g)
     sx, zx = qparams_of(g, node.inputs[0])
     params = [op.weights(node, g, d) for d in range(s.dirs)]
-    cell_bits = cell_bits_for(s.seq, max(float(np.abs(p["c0"]).max()) for p in params))
+    h0, c0 = state_qparams(op, node, g, 5), state_qparams(op, node, g, 6)
+    cell_bits = cell_bits_for(s.seq, c0["max"])
     dirs = []
     for p in params:
         wq, bx, sw = quantize_rows(p["w"], p["wb"], sx, 255, "input")
         rq, bh, sr = quantize_rows(p["r"], p["rb"], 2.0 ** -STATE_BITS, 32768, "recurrent")
         x_mult, x_shift = quantize_multipliers(sx * sw * (1 << GATE_BITS))
         h_mult, h_shift = quantize_multipliers(sr * 2.0 ** (GATE_BITS - STATE_BITS))
-        h0 = np.clip(np.round(p["h0"] * (1 << STATE_BITS)), -32768, 32767).astype(np.int16)
-        c0 = np.clip(np.round(p["c0"] * (1 << cell_bits)), -32768, 32767).astype(np.int16)
         dirs.append({"w": wq, "r": rq, "bx": bx, "bh": bh, "x_mult": x_mult, "x_shift": x_shift, "h_mult": h_mult,
-                     "h_shift": h_shift, "h0": h0, "c0": c0})
+                     "h_shift": h_shift})
     outs = []
     for i, name in enumerate(node.outputs[:op.outputs]):
         sy, zy = qparams_of(g, name)
         bits = cell_bits if i == 2 else STATE_BITS
         outs.append((*quantize_multiplier(2.0 ** -bits / sy), zy))
     node.q = {"dirs": dirs, "out": outs, "zx": zx, "cell_bits": cell_bits,
+              "states": {"h0": with_multiplier(h0, STATE_BITS), "c0": with_multiplier(c0, cell_bits)},
               "linear_before_reset": int(bool(op.attr(node, "linear_before_reset")))}
 
 
@@ -164,11 +192,24 @@ def gru_step(q: dict, qd: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray):
     return rs((32768 - z) * n + z * h, STATE_BITS), c
 
 
-def run_direction(node: Node, qd: dict, x: np.ndarray, steps: list[int]):
-    """One direction over the sequence x [seq, batch, input] (int8): per step h (Q0.15), and
-    the last h and c, all int64."""
+def initial_states(op: "Recurrent", node: Node, g: Graph, values: dict[str, np.ndarray]):
+    """h0 (Q0.15) and c0 (Q(15-F).F) as int64 [dirs, batch, hidden]."""
+    s = op.shape(node, g)
+    out = []
+    for index, key in ((5, "h0"), (6, "c0")):
+        q = node.q["states"][key]
+        codes = values[node.inputs[index]] if q["data"] is None else q["data"]
+        state = sat16(requant(codes.astype(np.int64) - q["zp"], q["mult"], q["shift"]))
+        out.append(state.reshape(op.state_shape(s)).transpose(1, 0, 2) if s.layout else
+                   state.reshape(op.state_shape(s)))
+    return out
+
+
+def run_direction(node: Node, qd: dict, x: np.ndarray, h0: np.ndarray, c0: np.ndarray, steps: list[int]):
+    """One direction over the sequence x [seq, batch, input] (int8) from the states h0, c0
+    [batch, hidden]: per step h (Q0.15), and the last h and c, all int64."""
     step = lstm_step if node.op == "LSTM" else gru_step
-    h, c = qd["h0"].astype(np.int64), qd["c0"].astype(np.int64)
+    h, c = h0, c0
     y = np.zeros((x.shape[0],) + h.shape, dtype=np.int64)
     for t in steps:
         h, c = step(node.q, qd, x[t], h, c)
@@ -180,12 +221,16 @@ def kernel_args(node: Node, d: int) -> dict:
     q, qd = node.q, node.q["dirs"][d]
     args = {k: Weight(k, np.ascontiguousarray(qd[k]), "int8_t") for k in ("w", "r")}
     args.update({k: Weight(k, qd[k], "int32_t") for k in ("bx", "bh", "x_mult", "x_shift", "h_mult", "h_shift")})
-    args.update(h0=Weight("h0", qd["h0"], "int16_t"), sig_table=Weight("sig", SIGMOID_TABLE, "int16_t"),
-                tanh_table=Weight("tanh", TANH_TABLE, "int16_t"), zx=q["zx"])
+    args.update(sig_table=Weight("sig", SIGMOID_TABLE, "int16_t"), tanh_table=Weight("tanh", TANH_TABLE, "int16_t"),
+                zx=q["zx"])
+    for index, key in ((5, "h0"), (6, "c0"))[:len(q["out"]) - 1]:
+        state = q["states"][key]
+        args[key] = Buf(node.inputs[index], const=True) if state["data"] is None else Weight(key, state["data"], "int8_t")
+        args.update({f"{key}_zp": state["zp"], f"{key}_mult": state["mult"], f"{key}_shift": state["shift"]})
     for prefix, (mult, shift, zp) in zip(("y", "yh", "yc"), q["out"]):
         args.update({f"{prefix}_mult": mult, f"{prefix}_shift": shift, f"{prefix}_zp": zp})
     if node.op == "LSTM":
-        args.update(c0=Weight("c0", qd["c0"], "int16_t"), cell_bits=q["cell_bits"])
+        args["cell_bits"] = q["cell_bits"]
     else:
         args["linear_before_reset"] = q["linear_before_reset"]
     return args
