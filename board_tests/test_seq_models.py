@@ -5,17 +5,20 @@ batch_first GRU tagger and a self-attention block (Q @ K^T, softmax, @ V).
 
 Built through the real CLI for host in fp32 and int8, compared with ONNX Runtime; the int8
 output bit for bit equal to the numpy integer reference of the same compilation; the keyword
-spotter as Cortex-M7 firmware under QEMU bit for bit equal to host int8."""
+spotter as Cortex-M7 firmware under QEMU bit for bit equal to host int8, and for jetson with
+its LSTM on the GPU (the CUDA kernels' arithmetic: test_jetson.py's emulated kernel grid)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from cuvil_sdk import cuda_tools
 from cuvil_sdk.reference import run_quantized_model
 
-from models import cli_run, cosine, ort_outputs, reference_graph, request
+from models import cli, cli_run, cosine, ort_outputs, reference_graph, request
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "seq"
 SHAPES = {"kws_lstm.onnx": (10, 49, 1), "bigru_tagger.onnx": (12, 8), "tiny_attention.onnx": (6, 16)}
@@ -68,3 +71,15 @@ def test_keyword_spotter_on_cortex_m7_equals_host_int8(work):
     assert np.array_equal(m7["y"], host["y"])
     assert np.array_equal(m7["y"], reference_int8(model, "cortex-m7", "lite", calib, x))
     assert report["instructions"] > 0
+
+
+@pytest.mark.skipif(cuda_tools.find_nvcc() is None, reason="nvcc (CUDA toolkit) not found: the CUDA kernels cannot "
+                                                           "be compiled here")
+def test_keyword_spotter_builds_for_jetson_with_its_lstm_on_the_gpu(work):
+    model = "kws_lstm.onnx"
+    r = cli("build", "--board", "jetson", "--profile", "standard", "--model", FIXTURES / model, "--calib",
+            work / f"{model}_calib.npy", "-o", work / "jetson", "--json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert "lstm_s8" in info["cuda"]["kernels"] and info["cuda"]["sass"] == ["sm_87"]
+    assert Path(info["artifacts"]["so"]).is_file()
