@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -74,6 +76,19 @@ def test_onnx_backend_peephole_case_is_refused(tmp_path):
     onnx.save(with_constants(model, inputs, 1), str(tmp_path / "m.onnx"))
     with pytest.raises(ModelError, match=r"\(LSTM\): peephole weights P are not supported$"):
         load_model(tmp_path / "m.onnx", PROFILE, BOARD, {})
+
+
+@pytest.mark.slow
+def test_cli_refuses_peepholes_in_one_line_with_the_model_exit_code(tmp_path):
+    model, inputs, _ = CASES["test_lstm_with_peepholes"]
+    onnx.save(with_constants(model, inputs, 1), str(tmp_path / "m.onnx"))
+    r = subprocess.run([sys.executable, "-m", "cuvil_sdk.cli", "build", "--board", "host", "--profile", "standard",
+                        "--model", "m.onnx", "--precision", "fp32", "-o", "out"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == ModelError.exit_code == 3
+    assert r.stderr.strip().splitlines() == [
+        "cuvil-sdk: error: node 'LSTM_0' (LSTM): peephole weights P are not supported"]  # the node has no name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
 
 
 # --- refusals ---------------------------------------------------------------------------------
