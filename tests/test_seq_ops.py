@@ -92,13 +92,15 @@ def test_cli_refuses_peepholes_in_one_line_with_the_model_exit_code(tmp_path):
 
 
 # --- refusals ---------------------------------------------------------------------------------
-def lstm_model(hidden: int = 3, lens=None, **attrs) -> onnx.ModelProto:
+def lstm_model(hidden: int = 3, lens=None, runtime_h0: tuple[int, ...] | None = None, **attrs) -> onnx.ModelProto:
     rng = np.random.default_rng(0)
     const = {"W": rng.standard_normal((1, 4 * hidden, 2)), "R": rng.standard_normal((1, 4 * hidden, hidden))}
     if lens is not None:
         const["L"] = np.asarray(lens, np.int32)
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 2, 2])]
-    node = helper.make_node("LSTM", ["x", "W", "R", "", "L" if lens is not None else ""],
+    if runtime_h0:
+        inputs.append(helper.make_tensor_value_info("h0", TensorProto.FLOAT, list(runtime_h0)))
+    node = helper.make_node("LSTM", ["x", "W", "R", "", "L" if lens is not None else "", "h0" if runtime_h0 else ""],
                             ["y"], name="rnn0", hidden_size=hidden, **attrs)
     graph = helper.make_graph([node], "g", inputs,
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 1, 2, hidden])],
@@ -113,6 +115,7 @@ def lstm_model(hidden: int = 3, lens=None, **attrs) -> onnx.ModelProto:
     ({"input_forget": 1}, "input_forget=1 is not supported"),
     ({"lens": [4, 3]}, "sequence_lens must be absent or a constant equal to the sequence length"),
     ({"direction": "sideways"}, "unknown direction 'sideways'"),
+    ({"runtime_h0": (1, 1, 3)}, r"initial_h must be \[1, 2, 3\], not \[1, 1, 3\]"),
 ])
 def test_unsupported_lstm_is_refused_naming_the_node(tmp_path, kwargs, message):
     onnx.save(lstm_model(**kwargs), str(tmp_path / "m.onnx"))

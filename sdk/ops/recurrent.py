@@ -42,6 +42,10 @@ def named_inputs(node: Node, xs: list[np.ndarray]) -> dict[str, np.ndarray]:
     return dict(zip([name for name in node.inputs if name], xs))
 
 
+def unused_name(g: Graph, name: str) -> str:
+    return g.fresh_name(name) if name in g.tensors else name
+
+
 DEFAULT_ACTIVATIONS = {"LSTM": ["sigmoid", "tanh", "tanh"], "GRU": ["sigmoid", "tanh"]}
 
 
@@ -88,13 +92,19 @@ class Recurrent(OpDef):
             lens = g.const(node.inputs[4])
             require(lens is not None and np.all(lens == s.seq), node,
                     "sequence_lens must be absent or a constant equal to the sequence length")
-        self.name_every_output(node)
+        for index, what in ((5, "initial_h"), (6, "initial_c"))[:self.outputs - 1]:
+            name = optional_input(node, index)
+            shape = tuple(g.tensors[name].shape) if name else self.state_shape(s)
+            require(shape == self.state_shape(s), node, f"{what} must be {list(self.state_shape(s))}, not {list(shape)}")
+        self.name_every_output(node, g)
 
-    def name_every_output(self, node: Node) -> None:
-        """The outputs the model leaves out, then the scratch tensor, get names of their own."""
+    def name_every_output(self, node: Node, g: Graph) -> None:
+        """The outputs the model leaves out, then the scratch tensor, get names of their own
+        (once: the frontend checks each node once)."""
         names = list(node.outputs[:self.outputs]) + [""] * (self.outputs - len(node.outputs[:self.outputs]))
         tags = ["Y", "Y_h", "Y_c"]
-        node.outputs = [n or f"{node.name}_{tags[i]}" for i, n in enumerate(names)] + [f"{node.name}_scratch"]
+        node.outputs = [n or unused_name(g, f"{node.name}_{tags[i]}") for i, n in enumerate(names)]
+        node.outputs.append(unused_name(g, f"{node.name}_scratch"))
 
     def shape(self, node: Node, g: Graph) -> Shape:
         x = g.tensors[node.inputs[0]].shape
@@ -111,8 +121,7 @@ class Recurrent(OpDef):
     def infer(self, node, g):
         s = self.shape(node, g)
         y = (s.batch, s.seq, s.dirs, s.hidden) if s.layout else (s.seq, s.dirs, s.batch, s.hidden)
-        state = (s.batch, s.dirs, s.hidden) if s.layout else (s.dirs, s.batch, s.hidden)
-        return [y] + [state] * (self.outputs - 1) + [(self.scratch_size(s),)]
+        return [y] + [self.state_shape(s)] * (self.outputs - 1) + [(self.scratch_size(s),)]
 
     def macs(self, node, g):
         s = self.shape(node, g)
