@@ -11,13 +11,13 @@ Fixed points (Qm.n: int16 with n fraction bits):
 - initial_h / initial_c: int8 (a computed one at its calibrated scale, a constant per
   tensor at its own, absent = zeros), converted once to the state format:
       h = sat16(requant(h0 - zh, M, S)), M / 2^S ~= sh 2^15  (c: sc 2^F)
-- Gate pre-activations: int16 Q3.12 (range [-8, 8)). For gate row r:
-      ax = bx[r] + sum_i W[r, i] (x_i - zx)        bx = round(Wb / (sx sw[r]))      int32
-      ah = bh[r] + sum_j R[r, j] h_j                bh = round(Rb / (2^-15 sr[r]))   int32
-      gx = sat16(requant(ax, Mx[r], Sx[r])),  Mx / 2^Sx ~= sx sw[r] 2^12
-      gh = sat16(requant(ah, Mh[r], Sh[r])),  Mh / 2^Sh ~= sr[r] / 8
-  requant is the one rounding rule (quant/requant.py). Quantization refuses weights whose
-  worst-case sums could leave int32 (|bx| + 255 sum|W[r]| and |bh| + 32768 sum|R[r]|).
+- Gate pre-activations: int16 Q3.12 (range [-8, 8)). For gate row r, int32 sums:
+      ax = sum_i W[r, i] (x_i - zx)             ah = sum_j R[r, j] h_j
+      gx = sat16(requant(ax, Mx[r], Sx[r]) + bx[r]),  Mx / 2^Sx ~= sx sw[r] 2^12,  bx = round(Wb 2^12)
+      gh = sat16(requant(ah, Mh[r], Sh[r]) + bh[r]),  Mh / 2^Sh ~= sr[r] / 8,      bh = round(Rb 2^12)
+  requant is the one rounding rule (quant/requant.py); the biases join in Q3.12, so their
+  size never depends on the weights' scales. Quantization refuses weights whose worst-case
+  sums could leave int32 (255 sum|W[r]| or 32768 sum|R[r]|: over 516 hidden units).
 - sigmoid and tanh: Q3.12 in, Q0.15 out, by a 513-entry int16 table of f at every
   128th code (step 1/32) with linear interpolation between entries:
       u = x + 32768; i = u >> 7; y = T[i] + (((T[i+1] - T[i]) * (u & 127) + 64) >> 7)
@@ -56,6 +56,7 @@ GATE_BITS = 12  # gate pre-activations: Q3.12
 STATE_BITS = 15  # h, sigmoid and tanh outputs: Q0.15
 TABLE_STEP = 7  # one table entry every 2^7 codes
 INT32_LIMIT = 2 ** 31
+BIAS_LIMIT = 1 << 24  # a Q3.12 bias beyond +-4096 saturates its gate anyway; this keeps sums in int32
 
 
 def activation_table(function) -> np.ndarray:
@@ -96,14 +97,13 @@ def cell_bits_for(seq: int, c0_max: float) -> int:
     return STATE_BITS - int_bits
 
 
-def quantize_rows(w: np.ndarray, bias: np.ndarray, in_scale: float, in_max: int, what: str):
-    """int8 rows, int32 bias at in_scale * row scale, and the check that the sums fit int32."""
+def quantize_rows(w: np.ndarray, bias: np.ndarray, in_max: int, what: str):
+    """int8 rows and their scales, the bias in Q3.12, and the check that the sums fit int32."""
     wq, scale = symmetric_per_channel(w, 0)
-    bias_q = np.round(bias / (np.float64(in_scale) * scale.astype(np.float64)))
-    worst = np.abs(bias_q) + in_max * np.abs(wq.astype(np.int64)).sum(axis=1)
-    if worst.max() >= INT32_LIMIT:
+    if (in_max * np.abs(wq.astype(np.int64)).sum(axis=1)).max() >= INT32_LIMIT:
         raise RequantRangeError(f"the {what} sums of a gate can leave int32")
-    return wq, bias_q.astype(np.int32), scale.astype(np.float64)
+    bias_q = np.clip(np.round(bias * (1 << GATE_BITS)), -BIAS_LIMIT, BIAS_LIMIT).astype(np.int32)
+    return wq, bias_q, scale.astype(np.float64)
 
 
 def state_qparams(op: "Recurrent", node: Node, g: Graph, index: int) -> dict:
@@ -137,8 +137,8 @@ def quantize(op: "Recurrent", node: Node, g: Graph) -> None:
     cell_bits = cell_bits_for(s.seq, c0["max"])
     dirs = []
     for p in params:
-        wq, bx, sw = quantize_rows(p["w"], p["wb"], sx, 255, "input")
-        rq, bh, sr = quantize_rows(p["r"], p["rb"], 2.0 ** -STATE_BITS, 32768, "recurrent")
+        wq, bx, sw = quantize_rows(p["w"], p["wb"], 255, "input")
+        rq, bh, sr = quantize_rows(p["r"], p["rb"], 32768, "recurrent")
         x_mult, x_shift = quantize_multipliers(sx * sw * (1 << GATE_BITS))
         h_mult, h_shift = quantize_multipliers(sr * 2.0 ** (GATE_BITS - STATE_BITS))
         dirs.append({"w": wq, "r": rq, "bx": bx, "bh": bh, "x_mult": x_mult, "x_shift": x_shift, "h_mult": h_mult,
@@ -159,13 +159,13 @@ def requantize_out(v: np.ndarray, out: tuple[int, int, int]) -> np.ndarray:
 
 
 def gate_sums(qd: dict, x: np.ndarray, zx: int, rows: slice) -> np.ndarray:
-    acc = (x.astype(np.int64) - zx) @ qd["w"][rows].T.astype(np.int64) + qd["bx"][rows]
-    return sat16(requant(acc, qd["x_mult"][rows], qd["x_shift"][rows]))
+    acc = (x.astype(np.int64) - zx) @ qd["w"][rows].T.astype(np.int64)
+    return sat16(requant(acc, qd["x_mult"][rows], qd["x_shift"][rows]) + qd["bx"][rows])
 
 
 def recurrent_sums(qd: dict, h: np.ndarray, rows: slice) -> np.ndarray:
-    acc = h @ qd["r"][rows].T.astype(np.int64) + qd["bh"][rows]
-    return sat16(requant(acc, qd["h_mult"][rows], qd["h_shift"][rows]))
+    acc = h @ qd["r"][rows].T.astype(np.int64)
+    return sat16(requant(acc, qd["h_mult"][rows], qd["h_shift"][rows]) + qd["bh"][rows])
 
 
 def lstm_step(q: dict, qd: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray):
