@@ -56,6 +56,10 @@ def fc(c: KernelCall, node, g, options) -> Answer:
 
 
 
+def matmul(c: KernelCall, node, g, options) -> Answer:
+    return launch(c.kernel, c.args, c["batch"] * c["m"] * c["n"])
+
+
 def pool(c: KernelCall, node, g, options) -> Answer:
     a = c.args
     return launch(c.kernel, a, a["n"] * a["oh"] * a["ow"] * a["c"])
@@ -92,6 +96,8 @@ class Cuda(KernelSet):
     rules = {
         "conv2d_s8": conv, "conv2d_f32": conv, "conv2d_s16": conv,
         "fc_s8": fc, "fc_f32": fc, "fc_s16": fc,
+        "matmul_s8": matmul, "matmul_f32": matmul,
+        "lstm_s8": per("batch"), "lstm_f32": per("batch"), "gru_s8": per("batch"), "gru_f32": per("batch"),
         "add_s8": per_4d("d"), "add_f32": per_4d("d"), "mul_s8": per_4d("d"), "mul_f32": per_4d("d"),
         "maxpool_s8": pool, "maxpool_f32": pool, "avgpool_s8": pool, "avgpool_f32": pool,
         "lut_s8": per("count"), "activation_f32": per("count"),

@@ -5,6 +5,7 @@ from . import (  # noqa: F401  (imported for registration)
     elementwise,
     qdq,
     gemm,
+    recurrent,
     normalization,
     pool,
     reduce,

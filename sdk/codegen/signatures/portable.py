@@ -34,6 +34,10 @@ declare(SET, "fc_s16", In("in", "int16_t"), Out("out", "int16_t"), W("w", "int8_
 declare(SET, "fc_s8", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
         W("mult", "int32_t"), W("shift", "int32_t"), *I("rows k n"), *I("zx zy lo hi", "int32_t"))
 declare(SET, "lut_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("count"), W("table", "int8_t"))
+declare(SET, "matmul_f32", In("a", "float"), In("b", "float"), Out("out", "float"), W("a_off", "int32_t"),
+        W("b_off", "int32_t"), *I("batch m k n"), *F("lo hi"))
+declare(SET, "matmul_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"), W("a_off", "int32_t"),
+        W("b_off", "int32_t"), *I("batch m k n"), *I("za zb mult shift zy lo hi", "int32_t"))
 declare(SET, "maxpool_f32", In("in", "float"), Out("out", "float"), *I("n h w c oh ow kh kw sh sw pt pl pb pr"))
 declare(SET, "maxpool_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("n h w c oh ow kh kw sh sw pt pl pb pr"))
 declare(SET, "mul_f32", In("a", "float"), In("b", "float"), Out("out", "float"),
@@ -54,3 +58,23 @@ declare(SET, "softmax_f32", In("in", "float"), Out("out", "float"), *I("rows col
 declare(SET, "softmax_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("rows cols"), W("exp_table", "int32_t"))
 declare(SET, "transpose_f32", In("in", "float"), Out("out", "float"), *I("o0 o1 o2 o3 s0 s1 s2 s3"))
 declare(SET, "transpose_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("o0 o1 o2 o3 s0 s1 s2 s3"))
+
+# LSTM / GRU (ops/recurrent.py): one call per direction over the whole sequence; the state
+# lives in `scratch` (a tensor of its own in the arena). Geometry: element strides of X (t, b),
+# of Y (t, b) after the direction's offset, of Y_h / Y_c and the initial states (b) after theirs.
+RNN_GEOMETRY = "seq batch input hidden reverse xst xsb yoff yst ysb hoff hsb"
+RNN_S8_TABLES = (W("sig_table", "int16_t"), W("tanh_table", "int16_t"))
+RNN_S8_ROWS = (W("w", "int8_t"), W("r", "int8_t"), W("bx", "int32_t"), W("bh", "int32_t"), W("x_mult", "int32_t"),
+               W("x_shift", "int32_t"), W("h_mult", "int32_t"), W("h_shift", "int32_t"))
+RNN_F32_ROWS = (W("w", "float"), W("r", "float"), W("wb", "float"), W("rb", "float"))
+declare(SET, "lstm_s8", In("in", "int8_t"), Out("y", "int8_t"), Out("yh", "int8_t"), Out("yc", "int8_t"),
+        Out("scratch", "void"), *RNN_S8_ROWS, In("h0", "int8_t"), In("c0", "int8_t"), *RNN_S8_TABLES,
+        *I(RNN_GEOMETRY), *I("zx y_mult y_shift y_zp yh_mult yh_shift yh_zp yc_mult yc_shift yc_zp cell_bits", "int32_t"),
+        *I("h0_zp h0_mult h0_shift c0_zp c0_mult c0_shift", "int32_t"))
+declare(SET, "gru_s8", In("in", "int8_t"), Out("y", "int8_t"), Out("yh", "int8_t"), Out("scratch", "void"),
+        *RNN_S8_ROWS, In("h0", "int8_t"), *RNN_S8_TABLES, *I(RNN_GEOMETRY),
+        *I("zx y_mult y_shift y_zp yh_mult yh_shift yh_zp linear_before_reset h0_zp h0_mult h0_shift", "int32_t"))
+declare(SET, "lstm_f32", In("in", "float"), Out("y", "float"), Out("yh", "float"), Out("yc", "float"),
+        Out("scratch", "void"), *RNN_F32_ROWS, In("h0", "float"), In("c0", "float"), *I(RNN_GEOMETRY))
+declare(SET, "gru_f32", In("in", "float"), Out("y", "float"), Out("yh", "float"), Out("scratch", "void"),
+        *RNN_F32_ROWS, In("h0", "float"), *I(RNN_GEOMETRY), *I("linear_before_reset"))
