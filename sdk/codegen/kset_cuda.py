@@ -102,4 +102,6 @@ class Cuda(KernelSet):
         "pad_s8": per_4d("o"), "pad_f32": per_4d("o"),
         "transpose_s8": per_4d("o"), "transpose_f32": per_4d("o"),
         "copy": copy,
+        "binary_f32": per_4d("d"), "div_s8": per_4d("d"), "lut2_s8": per_4d("d"), "minmax_s8": per_4d("d"),
+        "prelu_s8": per_4d("d"),
     }
