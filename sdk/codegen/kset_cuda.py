@@ -68,6 +68,11 @@ def per(field: str) -> Callable[..., Answer]:
     return rule
 
 
+def lines(c: KernelCall, node, g, options) -> Answer:
+    """One thread per line along the axis of a [rows][cols][inner] tensor (softmax)."""
+    return launch(c.kernel, c.args, c["rows"] * c["inner"])
+
+
 def concat(c: KernelCall, node, g, options) -> Answer:
     return launch(c.kernel, c.args, c["outer"] * c["chunk"])
 
@@ -97,7 +102,7 @@ class Cuda(KernelSet):
         "lut_s8": per("count"), "activation_f32": per("count"),
         "quantize_f32_s8": per("count"), "dequantize_s8_f32": per("count"),
         "requant_s16_s8": per("count"), "requant_s8_s16": per("count"),
-        "softmax_s8": per("rows"), "softmax_f32": per("rows"),
+        "softmax_s8": lines, "softmax_f32": lines, "logsoftmax_s8": lines,
         "concat_s8": concat, "concat_f32": concat,
         "pad_s8": per_4d("o"), "pad_f32": per_4d("o"),
         "transpose_s8": per_4d("o"), "transpose_f32": per_4d("o"),
