@@ -187,6 +187,8 @@ def math_encoder_block(b, x):
 
 
 MATH_CASES = [c for c in kc.CASES if c.startswith("math_")]
+# the int8 kernels these cases reach (test_jetson.py's grid leaves them to test_math_kernels.py)
+MATH_INT8_KERNELS = ["minmax_s8", "div_s8", "lut2_s8", "prelu_s8", "reduce_s8", "norm_s8", "logsoftmax_s8"]
 M7_CASES = ["math_encoder_block", "math_sub_bcast", "math_div_two", "math_min3", "math_prelu_channel",
             "math_logsoftmax_inner", "math_reducel2", "math_layernorm_axis1"]
 

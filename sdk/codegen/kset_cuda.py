@@ -68,6 +68,11 @@ def per(field: str) -> Callable[..., Answer]:
     return rule
 
 
+def reduction(c: KernelCall, node, g, options) -> Answer:
+    """One thread per output value of a [d0][d1][d2][d3] reduction (r_k = 1: axis k reduced)."""
+    return launch(c.kernel, c.args, _prod(1 if c[f"r{i}"] else c[f"d{i}"] for i in range(4)))
+
+
 def lines(c: KernelCall, node, g, options) -> Answer:
     """One thread per line along the axis of a [rows][cols][inner] tensor (softmax)."""
     return launch(c.kernel, c.args, c["rows"] * c["inner"])
@@ -109,4 +114,5 @@ class Cuda(KernelSet):
         "copy": copy,
         "binary_f32": per_4d("d"), "div_s8": per_4d("d"), "lut2_s8": per_4d("d"), "minmax_s8": per_4d("d"),
         "prelu_s8": per_4d("d"),
+        "reduce_f32": reduction, "reduce_s8": reduction, "norm_f32": per("rows"), "norm_s8": per("rows"),
     }

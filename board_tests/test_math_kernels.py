@@ -1,0 +1,143 @@
+"""The C kernels of the element-wise math, reductions, softmax and normalization ops
+(math_cases.py) against the numpy references, on three targets:
+  - host: all the cases in ONE int8 model and ONE fp32 model. int8: run_int8 equals
+    reference.run_int bit for bit, on random int8 codes over the whole range plus all -128 /
+    all 127 inputs, and the float API equals run_quantized_model; fp32: the library equals
+    run_float to a relative 1e-5 of the output's magnitude;
+  - CUDA: the same int8 model built for host-cuda (sm_90), its GPU path run on the CPU
+    emulation of the driver (test_jetson.py's machinery), bit for bit;
+  - cortex-m7: math_cases.M7_CASES (a small encoder-like block and a few ops) in one
+    firmware under QEMU, bit for bit with the numpy reference (hence with host int8).
+A missing gcc, scons, arm-none-eabi-gcc or qemu-system-arm makes these tests fail, never skip.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernel_cases as kc
+import math_cases as mc
+from cuvil_sdk import runtime
+from cuvil_sdk.boards import get_board
+from cuvil_sdk.commands import run_samples
+from cuvil_sdk.reference import run_float, run_int, run_quantized_model
+from test_jetson import Emulated, build_cuda_host, emulator, needs_nvcc  # noqa: F401  (emulator: a fixture)
+from tools import missing_tools
+
+pytestmark = pytest.mark.slow
+
+BOARD, PROFILE = "host", "standard"
+INT8_SAMPLES, FLOAT_SAMPLES = 6, 4
+FP32_RTOL = 1e-5
+
+
+def build(tmp_path_factory, precision: str) -> dict:
+    folder = tmp_path_factory.mktemp(f"math_{precision}")
+    net = kc.save_net(mc.make_math_net(f"math_{precision}", mc.MATH_CASES), folder)
+    g = kc.reference_graph(net, BOARD, PROFILE, precision)
+    info = kc.build(net, folder / "out", BOARD, PROFILE, precision)
+    kc.check_io_contract(info, g, int8=precision == "int8")
+    f_samples = kc.float_samples(net, FLOAT_SAMPLES, seed=12)
+    out = {"net": net, "g": g}
+    with runtime.load(info["artifacts"]["so"]) as model:
+        assert model.int8 == (precision == "int8")
+        out["float_got"] = [model.run(s) for s in f_samples]
+        if precision == "int8":
+            q_samples = kc.int8_samples(g, INT8_SAMPLES, seed=11)
+            out["int8_got"] = [model.run_int8(s) for s in q_samples]
+            out["int8_want"] = [run_int(g, s) for s in q_samples]
+            out["float_want"] = [run_quantized_model(g, s)[1] for s in f_samples]
+        else:
+            out["float_want"] = [run_float(g, s) for s in f_samples]
+    return out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return kc.Lazy(lambda precision: build(tmp_path_factory, precision))
+
+
+def test_math_host_tools_present():
+    missing = missing_tools(["gcc", "scons"])
+    assert not missing, f"missing tools: {missing} (install gcc and scons; these tests never skip)"
+
+
+@pytest.mark.parametrize("cid", mc.MATH_CASES + [mc.GROUPNORM])
+def test_math_int8_bit_exact(built, cid):
+    b = built("int8")
+    for y in b["net"].outputs[cid]:
+        want_all = np.stack([w[y] for w in b["int8_want"]])
+        assert len(np.unique(want_all)) > 1, f"{cid}: the reference output {y} is constant: a vacuous test"
+        for i, (got, want) in enumerate(zip(b["int8_got"], b["int8_want"])):
+            assert got[y].dtype == np.int8
+            assert np.array_equal(got[y], want[y]), f"{cid} output {y}, int8 sample {i}: {kc.mismatch(got[y], want[y])}"
+        for i, (got, want) in enumerate(zip(b["float_got"], b["float_want"])):
+            assert np.array_equal(got[y], want[y]), f"{cid} output {y}, float sample {i}: {kc.mismatch(got[y], want[y])}"
+
+
+@pytest.mark.parametrize("cid", mc.MATH_CASES + [mc.GROUPNORM])
+def test_math_fp32_matches_run_float(built, cid):
+    b = built("fp32")
+    for y in b["net"].outputs[cid]:
+        for i, (got, want) in enumerate(zip(b["float_got"], b["float_want"])):
+            assert got[y].dtype == np.float32 and got[y].shape == want[y].shape
+            atol = FP32_RTOL * float(np.abs(want[y]).max())
+            np.testing.assert_allclose(got[y], want[y], rtol=FP32_RTOL, atol=atol, err_msg=f"{cid} output {y}, sample {i}")
+
+
+# --- CUDA (GPU path on the CPU emulation) ------------------------------------------------------
+@pytest.fixture(scope="module")
+def cuda_built(tmp_path_factory, emulator):  # noqa: F811  (the fixture imported above)
+    folder = tmp_path_factory.mktemp("math_cuda")
+    net = kc.save_net(mc.make_math_net("math_cuda", mc.MATH_CASES), folder)
+    g = kc.reference_graph(net, "host-cuda", PROFILE, "int8")
+    info = build_cuda_host(net, folder / "out", "int8")
+    samples = kc.int8_samples(g, 2, seed=31)
+    emu = Emulated(info["artifacts"]["so"], emulator)
+    assert emu.start()[0] == "cuda"
+    with runtime.load(info["artifacts"]["so"]) as model:
+        got = [model.run_int8(s) for s in samples]
+    return {"net": net, "info": info, "got": got, "want": [run_int(g, s) for s in samples]}
+
+
+@needs_nvcc
+def test_math_cuda_uses_the_math_kernels(cuda_built):
+    """The GPU path runs every layer (nothing left on the CPU) with every math kernel."""
+    assert "disabled" not in cuda_built["info"]["cuda"], cuda_built["info"]["cuda"].get("disabled")
+    assert set(mc.MATH_INT8_KERNELS) <= set(cuda_built["info"]["cuda"]["kernels"])
+
+
+@needs_nvcc
+@pytest.mark.parametrize("cid", mc.MATH_CASES + [mc.GROUPNORM])
+def test_math_cuda_int8_bit_exact_emulated(cuda_built, cid):
+    for y in cuda_built["net"].outputs[cid]:
+        for i, (got, want) in enumerate(zip(cuda_built["got"], cuda_built["want"])):
+            assert np.array_equal(got[y], want[y]), f"{cid} output {y}, int8 sample {i}: {kc.mismatch(got[y], want[y])}"
+
+
+# --- cortex-m7 under QEMU ------------------------------------------------------------------------
+M7_TOOLS = ["arm-none-eabi-gcc", "arm-none-eabi-objcopy", "qemu-system-arm", "scons"]
+
+
+@pytest.fixture(scope="module")
+def m7_run(tmp_path_factory):
+    missing = missing_tools(M7_TOOLS)
+    assert not missing, f"missing tools: {missing} (these tests never skip)"
+    folder = tmp_path_factory.mktemp("math_m7")
+    net = kc.save_net(kc.make_net("math_m7", mc.M7_CASES, mc.OPSET), folder)
+    g = kc.reference_graph(net, "cortex-m7", "lite", "int8")
+    info = kc.build(net, folder / "out", "cortex-m7", "lite", "int8")
+    samples = kc.float_samples(net, 2, seed=41) + kc.dequantized(g, kc.int8_samples(g, 2, seed=42))
+    result = run_samples(get_board("cortex-m7"), info, samples, False)
+    return {"net": net, "info": info, "result": result, "want": [run_quantized_model(g, s)[0] for s in samples]}
+
+
+@pytest.mark.parametrize("cid", mc.M7_CASES)
+def test_math_m7_int8_bit_exact_qemu(m7_run, cid):
+    index = {t["name"]: i for i, t in enumerate(m7_run["info"]["outputs"])}
+    for y in m7_run["net"].outputs[cid]:
+        raw = m7_run["result"]["raw"][index[y]]
+        assert len(np.unique(np.stack([w[y] for w in m7_run["want"]]))) > 1, f"{cid}: constant reference output {y}"
+        for i, want in enumerate(m7_run["want"]):
+            got = raw[i].reshape(want[y].shape)
+            assert np.array_equal(got, want[y]), f"{cid} output {y}, sample {i}: {kc.mismatch(got, want[y])}"
