@@ -119,9 +119,14 @@ def act_code(node: Node) -> int:
     return ACT_CODES[node.op]
 
 
+SUMMARIES = {"Relu": "element-wise; fused into the clamp of a Conv, Gemm, MatMul or Add before it",
+             "Clip": "element-wise; fused into the clamp of a Conv, Gemm, MatMul or Add before it",
+             "Gelu": "element-wise (opset 20), approximate none or tanh"}
+
+
 def make_activation(op_type: str) -> type[OpDef]:
     class Activation(OpDef):
-        summary = "element-wise function"
+        summary = SUMMARIES.get(op_type, "element-wise function")
         int8_rule = "256-entry lookup table"
 
         def check(self, node, g):
