@@ -173,6 +173,31 @@ def math_instancenorm(b, x):
     return b.op("InstanceNormalization", [x[0], b.const(b.randn((4,)) + 1.0), b.const(b.randn((4,), 0.3))])
 
 
+# --- float only (no int8 rule) -----------------------------------------------------------------
+@case((1, 3, 4, 5), ranges=((0.5, 1.5),))
+def math_reduceprod(b, x):
+    return b.op("ReduceProd", [x[0], axes(b, [1, 3])])
+
+
+@case((1, 3, 4, 5), ranges=(POSITIVE,))
+def math_reducelogsum(b, x):
+    return b.op("ReduceLogSum", [x[0], axes(b, [2])], keepdims=0)
+
+
+@case((1, 3, 4, 5), ranges=((-20.0, 20.0),))
+def math_reducelogsumexp(b, x):
+    return b.op("ReduceLogSumExp", [x[0], axes(b, [1])])
+
+
+@case((1, 3, 8), ranges=((-3.0, 2.0),))
+def math_layernorm_stats(b, x):
+    """the optional Mean and InvStdDev outputs"""
+    outs = [b.fresh("y"), b.fresh("mean"), b.fresh("inv_std")]
+    b.nodes.append(helper.make_node("LayerNormalization", [x[0], b.const(b.randn((8,)) + 1.0)], outs,
+                                    name=b.fresh("LayerNormalization"), axis=1))
+    return outs
+
+
 # --- a small model of several of these ops (host and cortex-m7) -------------------------------
 @case((1, 8, 16))
 def math_encoder_block(b, x):
@@ -186,7 +211,8 @@ def math_encoder_block(b, x):
     return [pooled, b.op("ReduceMax", [b.op("Exp", [out]), axes(b, [2])], keepdims=0)]
 
 
-MATH_CASES = [c for c in kc.CASES if c.startswith("math_")]
+FP32_ONLY = ["math_reduceprod", "math_reducelogsum", "math_reducelogsumexp", "math_layernorm_stats"]
+MATH_CASES = [c for c in kc.CASES if c.startswith("math_") and c not in FP32_ONLY]
 # the int8 kernels these cases reach (test_jetson.py's grid leaves them to test_math_kernels.py)
 MATH_INT8_KERNELS = ["minmax_s8", "div_s8", "lut2_s8", "prelu_s8", "reduce_s8", "norm_s8", "logsoftmax_s8"]
 M7_CASES = ["math_encoder_block", "math_sub_bcast", "math_div_two", "math_min3", "math_prelu_channel",

@@ -4,8 +4,8 @@
     reference.run_int bit for bit, on random int8 codes over the whole range plus all -128 /
     all 127 inputs, and the float API equals run_quantized_model; fp32: the library equals
     run_float to a relative 1e-5 of the output's magnitude;
-  - CUDA: the same int8 model built for host-cuda (sm_90), its GPU path run on the CPU
-    emulation of the driver (test_jetson.py's machinery), bit for bit;
+  - CUDA: the same models built for host-cuda (sm_90), their GPU path run on the CPU
+    emulation of the driver (test_jetson.py's machinery): int8 bit for bit, fp32 to 1e-5;
   - cortex-m7: math_cases.M7_CASES (a small encoder-like block and a few ops) in one
     firmware under QEMU, bit for bit with the numpy reference (hence with host int8).
 A missing gcc, scons, arm-none-eabi-gcc or qemu-system-arm makes these tests fail, never skip.
@@ -33,7 +33,8 @@ FP32_RTOL = 1e-5
 
 def build(tmp_path_factory, precision: str) -> dict:
     folder = tmp_path_factory.mktemp(f"math_{precision}")
-    net = kc.save_net(mc.make_math_net(f"math_{precision}", mc.MATH_CASES), folder)
+    cases = mc.MATH_CASES + (mc.FP32_ONLY if precision == "fp32" else [])
+    net = kc.save_net(mc.make_math_net(f"math_{precision}", cases), folder)
     g = kc.reference_graph(net, BOARD, PROFILE, precision)
     info = kc.build(net, folder / "out", BOARD, PROFILE, precision)
     kc.check_io_contract(info, g, int8=precision == "int8")
@@ -75,7 +76,7 @@ def test_math_int8_bit_exact(built, cid):
             assert np.array_equal(got[y], want[y]), f"{cid} output {y}, float sample {i}: {kc.mismatch(got[y], want[y])}"
 
 
-@pytest.mark.parametrize("cid", mc.MATH_CASES + [mc.GROUPNORM])
+@pytest.mark.parametrize("cid", mc.MATH_CASES + mc.FP32_ONLY + [mc.GROUPNORM])
 def test_math_fp32_matches_run_float(built, cid):
     b = built("fp32")
     for y in b["net"].outputs[cid]:
@@ -86,33 +87,58 @@ def test_math_fp32_matches_run_float(built, cid):
 
 
 # --- CUDA (GPU path on the CPU emulation) ------------------------------------------------------
+def build_cuda(tmp_path_factory, emulator_lib, precision: str) -> dict:
+    """The math net built for host-cuda (sm_90), run through the GPU path on the emulation."""
+    folder = tmp_path_factory.mktemp(f"math_cuda_{precision}")
+    cases = mc.MATH_CASES + (mc.FP32_ONLY if precision == "fp32" else [])
+    net = kc.save_net(mc.make_math_net(f"math_cuda_{precision}", cases), folder)
+    g = kc.reference_graph(net, "host-cuda", PROFILE, precision)
+    info = build_cuda_host(net, folder / "out", precision)
+    emu = Emulated(info["artifacts"]["so"], emulator_lib)
+    assert emu.start()[0] == "cuda"
+    if precision == "int8":
+        samples = kc.int8_samples(g, 2, seed=31)
+        with runtime.load(info["artifacts"]["so"]) as model:
+            got = [model.run_int8(s) for s in samples]
+        return {"net": net, "info": info, "got": got, "want": [run_int(g, s) for s in samples]}
+    samples = kc.float_samples(net, 2, seed=32)
+    with runtime.load(info["artifacts"]["so"]) as model:
+        got = [model.run(s) for s in samples]
+    return {"net": net, "info": info, "got": got, "want": [run_float(g, s) for s in samples]}
+
+
 @pytest.fixture(scope="module")
 def cuda_built(tmp_path_factory, emulator):  # noqa: F811  (the fixture imported above)
-    folder = tmp_path_factory.mktemp("math_cuda")
-    net = kc.save_net(mc.make_math_net("math_cuda", mc.MATH_CASES), folder)
-    g = kc.reference_graph(net, "host-cuda", PROFILE, "int8")
-    info = build_cuda_host(net, folder / "out", "int8")
-    samples = kc.int8_samples(g, 2, seed=31)
-    emu = Emulated(info["artifacts"]["so"], emulator)
-    assert emu.start()[0] == "cuda"
-    with runtime.load(info["artifacts"]["so"]) as model:
-        got = [model.run_int8(s) for s in samples]
-    return {"net": net, "info": info, "got": got, "want": [run_int(g, s) for s in samples]}
+    return kc.Lazy(lambda precision: build_cuda(tmp_path_factory, emulator, precision))
 
 
 @needs_nvcc
-def test_math_cuda_uses_the_math_kernels(cuda_built):
-    """The GPU path runs every layer (nothing left on the CPU) with every math kernel."""
-    assert "disabled" not in cuda_built["info"]["cuda"], cuda_built["info"]["cuda"].get("disabled")
-    assert set(mc.MATH_INT8_KERNELS) <= set(cuda_built["info"]["cuda"]["kernels"])
+@pytest.mark.parametrize("precision", ["int8", "fp32"])
+def test_math_cuda_runs_every_layer(cuda_built, precision):
+    """The GPU path runs every layer (nothing left on the CPU), int8 with every math kernel."""
+    cuda_info = cuda_built(precision)["info"]["cuda"]
+    assert "disabled" not in cuda_info, cuda_info.get("disabled")
+    if precision == "int8":
+        assert set(mc.MATH_INT8_KERNELS) <= set(cuda_info["kernels"])
 
 
 @needs_nvcc
 @pytest.mark.parametrize("cid", mc.MATH_CASES + [mc.GROUPNORM])
 def test_math_cuda_int8_bit_exact_emulated(cuda_built, cid):
-    for y in cuda_built["net"].outputs[cid]:
-        for i, (got, want) in enumerate(zip(cuda_built["got"], cuda_built["want"])):
+    b = cuda_built("int8")
+    for y in b["net"].outputs[cid]:
+        for i, (got, want) in enumerate(zip(b["got"], b["want"])):
             assert np.array_equal(got[y], want[y]), f"{cid} output {y}, int8 sample {i}: {kc.mismatch(got[y], want[y])}"
+
+
+@needs_nvcc
+@pytest.mark.parametrize("cid", mc.MATH_CASES + mc.FP32_ONLY + [mc.GROUPNORM])
+def test_math_cuda_fp32_matches_run_float_emulated(cuda_built, cid):
+    b = cuda_built("fp32")
+    for y in b["net"].outputs[cid]:
+        for i, (got, want) in enumerate(zip(b["got"], b["want"])):
+            atol = FP32_RTOL * float(np.abs(want[y]).max())
+            np.testing.assert_allclose(got[y], want[y], rtol=FP32_RTOL, atol=atol, err_msg=f"{cid} output {y}, sample {i}")
 
 
 # --- cortex-m7 under QEMU ------------------------------------------------------------------------

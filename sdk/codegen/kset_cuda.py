@@ -115,4 +115,5 @@ class Cuda(KernelSet):
         "binary_f32": per_4d("d"), "div_s8": per_4d("d"), "lut2_s8": per_4d("d"), "minmax_s8": per_4d("d"),
         "prelu_s8": per_4d("d"),
         "reduce_f32": reduction, "reduce_s8": reduction, "norm_f32": per("rows"), "norm_s8": per("rows"),
+        "norm_stats_f32": per("rows"),
     }

@@ -21,7 +21,7 @@ import numpy as np
 from ..codegen.kernel_api import call
 from ..ir import Graph, Node
 from ..quant.requant import quantize_float
-from .common import Weight, const_input, io_args, optional_input, qparams_of, require
+from .common import Buf, Weight, const_input, io_args, optional_input, qparams_of, require
 from .registry import OpDef, register
 
 
@@ -136,8 +136,13 @@ def affine_index(geo: dict[str, int]) -> np.ndarray:
 @register
 class LayerNormalization(RowNorm):
     op_type = "LayerNormalization"
-    summary = "normalization over the axes from `axis` on, with scale and optional bias (Y output only)"
+    summary = ("normalization over the axes from `axis` on, with scale and optional bias; the Mean and "
+               "InvStdDev outputs in float builds")
     defaults = {"epsilon": 1e-5, "axis": -1}
+
+    def has_stats(self, node: Node) -> bool:
+        """The optional Mean and InvStdDev outputs are used (both or neither)."""
+        return any(node.outputs[1:3])
 
     def axis(self, node, g) -> int:
         rank = len(g.tensors[node.inputs[0]].shape)
@@ -149,12 +154,47 @@ class LayerNormalization(RowNorm):
         const_input(g, node, 1, "the scale")
         if optional_input(node, 2):
             const_input(g, node, 2, "the bias")
+        if self.has_stats(node):
+            require(len(node.outputs) == 3 and all(node.outputs), node,
+                    "the Mean and InvStdDev outputs are supported together only")
         inner = g.tensors[node.inputs[0]].shape[self.axis(node, g):]
         for index in (1, 2):
             if optional_input(node, index):
                 shape = g.tensors[node.inputs[index]].shape
                 require(tuple(np.broadcast_shapes(shape, inner)) == tuple(inner), node,
                         f"scale/bias of shape {list(shape)} does not broadcast to {list(inner)}")
+
+    def infer(self, node, g):
+        shape = g.tensors[node.inputs[0]].shape
+        if not self.has_stats(node):
+            return [shape]
+        axis = self.axis(node, g)
+        stats = tuple(shape[:axis]) + (1,) * (len(shape) - axis)
+        return [shape, stats, stats]
+
+    def run_float(self, node, g, xs):
+        y = self.float_rows(node, g, xs[0])
+        if not self.has_stats(node):
+            return [y]
+        geo = self.geometry(node, g)
+        rows = xs[0].astype(np.float64).reshape(geo["rows"], geo["n"])
+        stats = self.infer(node, g)[1]
+        inv = 1.0 / np.sqrt(rows.var(axis=1) + float(self.attr(node, "epsilon")))
+        return [y, rows.mean(axis=1).reshape(stats).astype(np.float32), inv.reshape(stats).astype(np.float32)]
+
+    def quantize(self, node, g):
+        require(not self.has_stats(node), node, "the Mean and InvStdDev outputs have no int8 rule: build it with "
+                "--precision fp32")
+        super().quantize(node, g)
+
+    def lower(self, node, g, precision):
+        call_y = super().lower(node, g, precision)
+        if not self.has_stats(node):
+            return call_y
+        geo = self.geometry(node, g)
+        return [call_y, call("norm_stats_f32", in_=Buf(node.inputs[0], const=True), mean=Buf(node.outputs[1]),
+                             inv_std=Buf(node.outputs[2]), rows=geo["rows"], n=geo["n"],
+                             eps=float(self.attr(node, "epsilon")))]
 
     def geometry(self, node, g):
         shape = g.tensors[node.inputs[0]].shape
