@@ -24,7 +24,7 @@ import numpy as np
 
 from ..codegen.kernel_api import call
 from ..ir import Graph, Node
-from ..quant.requant import add_multipliers, clamp_int8, dequantize, quantize_float, quantize_multiplier, requant
+from ..quant.requant import clamp_int8, dequantize, quantize_float, quantize_multiplier, requant
 from .activation import lookup_table
 from .common import Buf, Weight, apply_fused_float, float_bounds, fused_int_range, qparams_of, require
 from .elementwise import Add, Binary, Mul, const_qparams
@@ -67,6 +67,14 @@ class MathBinary(Binary):
         if node.op == "Sum":  # two inputs (passes/variadic.py): Add's kernel
             return Add.lower(self, node, g, "fp32")
         return call("binary_f32", **self.lower_io(node, g, "fp32"), code=FLOAT_CODES[node.op], **float_bounds(node))
+
+    def int_params(self, node: Node, g: Graph) -> tuple[dict, tuple[float, float, float]]:
+        """The shared part of node.q (quantized constants, zero points, the fused clamp) and
+        the scales (sa, sb, sy) that each rule's multipliers come from."""
+        (sa, za, ca), (sb, zb, cb) = self.operand_qparams(node, g)
+        sy, zy = qparams_of(g, node.outputs[0])
+        lo, hi = fused_int_range(node, sy, zy)
+        return {"const": [ca, cb], "za": za, "zb": zb, "zy": zy, "act_min": lo, "act_max": hi}, (sa, sb, sy)
 
     # int8: a constant scalar operand makes a table of the other operand
     def quantize_table(self, node: Node, g: Graph, k: int) -> None:
@@ -154,12 +162,9 @@ class Min(Sum):
     int8_rule = "both operands requantized to the output scale, then compared"
 
     def quantize_general(self, node, g):
-        (sa, za, ca), (sb, zb, cb) = self.operand_qparams(node, g)
-        sy, zy = qparams_of(g, node.outputs[0])
+        q, (sa, sb, sy) = self.int_params(node, g)
         (ma, shifta), (mb, shiftb) = quantize_multiplier(sa / sy), quantize_multiplier(sb / sy)
-        lo, hi = fused_int_range(node, sy, zy)
-        node.q = {"const": [ca, cb], "za": za, "zb": zb, "ma": ma, "shifta": shifta, "mb": mb, "shiftb": shiftb,
-                  "zy": zy, "act_min": lo, "act_max": hi}
+        node.q = dict(q, ma=ma, shifta=shifta, mb=mb, shiftb=shiftb)
 
     def run_general(self, node, g, xs):
         q = node.q
@@ -204,11 +209,8 @@ class Div(make_table_first(Mul)):
     def quantize_general(self, node, g):
         if self.divisor_is_const(node, g):
             return Mul.quantize(self, node, g)
-        (sa, za, ca), (sb, zb, cb) = self.operand_qparams(node, g)
-        sy, zy = qparams_of(g, node.outputs[0])
-        lo, hi = fused_int_range(node, sy, zy)
-        node.q = {"const": [ca, cb], "za": za, "zb": zb, "scale": float(np.float32(sy * sb / sa)), "zy": zy,
-                  "act_min": lo, "act_max": hi}
+        q, (sa, sb, sy) = self.int_params(node, g)
+        node.q = dict(q, scale=float(np.float32(sy * sb / sa)))
 
     def run_general(self, node, g, xs):
         if self.divisor_is_const(node, g):
@@ -235,14 +237,14 @@ class Pow(make_table_first(Binary)):
     int8_rule = "constant scalar operand: lookup table; else a 256 x 256 table of both codes"
 
     def quantize_general(self, node, g):
-        (sa, za, ca), (sb, zb, cb) = self.operand_qparams(node, g)
-        sy, zy = qparams_of(g, node.outputs[0])
+        q, (sa, sb, sy) = self.int_params(node, g)
+        za, zb, zy = q["za"], q["zb"], q["zy"]
         codes = np.arange(-128, 128, dtype=np.int32).astype(np.int8)
         xa = dequantize(codes, sa, za).astype(np.float64)[:, None]
         xb = dequantize(codes, sb, zb).astype(np.float64)[None, :]
         with np.errstate(all="ignore"):
             table = quantize_float(np.power(xa, xb).astype(np.float32), sy, zy)
-        node.q = {"const": [ca, cb], "table2": table.reshape(-1)}
+        node.q = {"const": q["const"], "table2": table.reshape(-1)}
 
     def run_general(self, node, g, xs):
         a, b = self.int_inputs(node, xs)
@@ -267,13 +269,9 @@ class PRelu(make_table_first(Binary)):
         return [tuple(x)]
 
     def quantize_general(self, node, g):
-        (sa, za, ca), (sb, zb, cb) = self.operand_qparams(node, g)
-        sy, zy = qparams_of(g, node.outputs[0])
-        mpos, spos = quantize_multiplier(sa / sy)
-        mneg, sneg = quantize_multiplier(sa * sb / sy)
-        lo, hi = fused_int_range(node, sy, zy)
-        node.q = {"const": [ca, cb], "za": za, "zb": zb, "mpos": mpos, "spos": spos, "mneg": mneg, "sneg": sneg,
-                  "zy": zy, "act_min": lo, "act_max": hi}
+        q, (sa, sb, sy) = self.int_params(node, g)
+        (mpos, spos), (mneg, sneg) = quantize_multiplier(sa / sy), quantize_multiplier(sa * sb / sy)
+        node.q = dict(q, mpos=mpos, spos=spos, mneg=mneg, sneg=sneg)
 
     def run_general(self, node, g, xs):
         q = node.q

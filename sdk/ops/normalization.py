@@ -192,7 +192,7 @@ class LayerNormalization(RowNorm):
         if not self.has_stats(node):
             return call_y
         geo = self.geometry(node, g)
-        return [call_y, call("norm_stats_f32", in_=Buf(node.inputs[0], const=True), mean=Buf(node.outputs[1]),
+        return [call_y, call("norm_stats_f32", in_=Buf(node.inputs[0], const=True), mean_out=Buf(node.outputs[1]),
                              inv_std=Buf(node.outputs[2]), rows=geo["rows"], n=geo["n"],
                              eps=float(self.attr(node, "epsilon")))]
 

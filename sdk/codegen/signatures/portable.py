@@ -77,5 +77,5 @@ declare(SET, "norm_f32", In("in", "float"), Out("out", "float"), W("gamma", "flo
         *I("rows n period stride span"), *F("eps"))
 declare(SET, "norm_s8", In("in", "int8_t"), Out("out", "int8_t"), W("gamma", "float"), W("beta", "float"),
         *I("rows n period stride span"), *I("zx zy", "int32_t"), *F("e2"))
-declare(SET, "norm_stats_f32", In("in", "float"), Out("mean", "float"), Out("inv_std", "float"), *I("rows n"),
+declare(SET, "norm_stats_f32", In("in", "float"), Out("mean_out", "float"), Out("inv_std", "float"), *I("rows n"),
         *F("eps"))
