@@ -81,6 +81,15 @@ def math_prelu_scalar(b, x):
     return b.op("PRelu", [x[0], b.const([0.2])])
 
 
+@case((1, 3, 6, 7))
+def math_after_conv(b, x):
+    """between convolutions (channels-last): the layout pass moves its transposes through
+    PRelu, Div and Max, permuting their per-channel constants"""
+    y = b.op("PRelu", [b.conv(x[0], 3, 4, (3, 3), pads=[1, 1, 1, 1]), b.const(b.randn((4, 1, 1), 0.3))])
+    y = b.op("Gelu", [b.op("Div", [y, b.const(np.abs(b.randn((4, 1, 1))) + 0.5)])])
+    return b.conv(b.op("Max", [y, b.conv(x[0], 3, 4, (1, 1))]), 4, 5, (1, 1))
+
+
 # --- element-wise, one operand (int8: lookup tables; fp32: activation_f32 codes) ------------
 def unary(op: str, shape=(1, 3, 7), ranges=(), **attrs):
     def make(b, x):
