@@ -24,13 +24,6 @@ def test_gelu_unknown_approximation(tmp_path):
     assert "bad0" in message and "approximate 'fast' is not supported" in message, message
 
 
-def test_reduce_axes_alternate_too_often(tmp_path):
-    axes = [("axes", np.array([1, 3, 5], np.int64))]
-    model = one_node(tmp_path, "ReduceMean", ["x", "axes"], {"x": (2, 3, 4, 5, 6, 7)}, (2, 1, 4, 1, 6, 1), axes)
-    message = compile_fails(tmp_path, model)
-    assert "bad0" in message and "alternates kept and reduced axes more than 4 times" in message, message
-
-
 def calib_file(tmp_path, shape) -> str:
     path = tmp_path / "calib.npy"
     np.save(path, np.random.default_rng(0).uniform(0.5, 2.0, (4, *shape[1:])).astype(np.float32))
