@@ -7,8 +7,9 @@
   - CUDA: the same models built for host-cuda (sm_90), their GPU path run on the CPU
     emulation of the driver (test_jetson.py's machinery): int8 bit for bit, fp32 to 1e-5;
   - cortex-m7: math_cases.M7_CASES (a small encoder-like block and a few ops) in one
-    firmware under QEMU, bit for bit with the numpy reference (hence with host int8).
-A missing gcc, scons, arm-none-eabi-gcc or qemu-system-arm makes these tests fail, never skip.
+    firmware under qemu-system-arm, and rpi5: every int8 case in one library under
+    qemu-aarch64, bit for bit with the numpy reference (hence with host int8 and CUDA).
+A missing compiler, scons or QEMU makes these tests fail, never skip.
 """
 from __future__ import annotations
 
@@ -141,29 +142,44 @@ def test_math_cuda_fp32_matches_run_float_emulated(cuda_built, cid):
             np.testing.assert_allclose(got[y], want[y], rtol=FP32_RTOL, atol=atol, err_msg=f"{cid} output {y}, sample {i}")
 
 
-# --- cortex-m7 under QEMU ------------------------------------------------------------------------
-M7_TOOLS = ["arm-none-eabi-gcc", "arm-none-eabi-objcopy", "qemu-system-arm", "scons"]
+# --- cortex-m7 (qemu-system-arm) and rpi5 (qemu-aarch64) ------------------------------------------
+BOARD_TOOLS = {"cortex-m7": ["arm-none-eabi-gcc", "arm-none-eabi-objcopy", "qemu-system-arm", "scons"],
+               "rpi5": ["aarch64-linux-gnu-gcc", "qemu-aarch64", "scons"]}
+BOARD_PROFILES = {"cortex-m7": "lite", "rpi5": "standard"}
 
 
-@pytest.fixture(scope="module")
-def m7_run(tmp_path_factory):
-    missing = missing_tools(M7_TOOLS)
+def run_on_board(tmp_path_factory, board: str) -> dict:
+    """cortex-m7: M7_CASES in one firmware; rpi5: every int8 case in one library; both under
+    QEMU, on random floats and on the dequantized values of int8 codes (extremes included)."""
+    missing = missing_tools(BOARD_TOOLS[board])
     assert not missing, f"missing tools: {missing} (these tests never skip)"
-    folder = tmp_path_factory.mktemp("math_m7")
-    net = kc.save_net(kc.make_net("math_m7", mc.M7_CASES, mc.OPSET), folder)
-    g = kc.reference_graph(net, "cortex-m7", "lite", "int8")
-    info = kc.build(net, folder / "out", "cortex-m7", "lite", "int8")
+    folder = tmp_path_factory.mktemp(f"math_{board}")
+    name = f"math_{board.replace('-', '_')}"
+    net = kc.make_net(name, mc.M7_CASES, mc.OPSET) if board == "cortex-m7" else mc.make_math_net(name, mc.MATH_CASES)
+    net = kc.save_net(net, folder)
+    g = kc.reference_graph(net, board, BOARD_PROFILES[board], "int8")
+    info = kc.build(net, folder / "out", board, BOARD_PROFILES[board], "int8")
     samples = kc.float_samples(net, 2, seed=41) + kc.dequantized(g, kc.int8_samples(g, 2, seed=42))
-    result = run_samples(get_board("cortex-m7"), info, samples, False)
+    result = run_samples(get_board(board), info, samples, False)
     return {"net": net, "info": info, "result": result, "want": [run_quantized_model(g, s)[0] for s in samples]}
 
 
-@pytest.mark.parametrize("cid", mc.M7_CASES)
-def test_math_m7_int8_bit_exact_qemu(m7_run, cid):
-    index = {t["name"]: i for i, t in enumerate(m7_run["info"]["outputs"])}
-    for y in m7_run["net"].outputs[cid]:
-        raw = m7_run["result"]["raw"][index[y]]
-        assert len(np.unique(np.stack([w[y] for w in m7_run["want"]]))) > 1, f"{cid}: constant reference output {y}"
-        for i, want in enumerate(m7_run["want"]):
+@pytest.fixture(scope="module")
+def board_run(tmp_path_factory):
+    return kc.Lazy(lambda board: run_on_board(tmp_path_factory, board))
+
+
+BOARD_PARAMS = [pytest.param("cortex-m7", cid, id=f"m7-{cid}") for cid in mc.M7_CASES] + \
+    [pytest.param("rpi5", cid, id=f"rpi5-{cid}") for cid in mc.MATH_CASES + [mc.GROUPNORM]]
+
+
+@pytest.mark.parametrize("board, cid", BOARD_PARAMS)
+def test_math_int8_bit_exact_under_qemu(board_run, board, cid):
+    run = board_run(board)
+    index = {t["name"]: i for i, t in enumerate(run["info"]["outputs"])}
+    for y in run["net"].outputs[cid]:
+        raw = run["result"]["raw"][index[y]]
+        assert len(np.unique(np.stack([w[y] for w in run["want"]]))) > 1, f"{cid}: constant reference output {y}"
+        for i, want in enumerate(run["want"]):
             got = raw[i].reshape(want[y].shape)
             assert np.array_equal(got, want[y]), f"{cid} output {y}, sample {i}: {kc.mismatch(got, want[y])}"
