@@ -41,6 +41,10 @@ def axis_geometry(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
 
 class SoftmaxBase(OpDef):
     defaults = {"axis": -1}
+    output_q: tuple[float, int] = (1.0 / 256.0, -128)  # the int8 output's fixed scale and zero point
+
+    def fixed_qparams(self, node, g) -> QParams:
+        return per_tensor(*self.output_q)
 
     def check(self, node, g):
         rank = len(g.tensors[node.inputs[0]].shape)
@@ -52,6 +56,14 @@ class SoftmaxBase(OpDef):
 
     def geometry(self, node, g) -> tuple[int, int, int]:
         return axis_geometry(g.tensors[node.inputs[0]].shape, self.attr(node, "axis"))
+
+    def float_steps(self, node, xs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(x - max, exp(x - max), their sum) along the axis (float64, keepdims)."""
+        axis = self.attr(node, "axis")
+        x = xs[0].astype(np.float64)
+        shifted = x - x.max(axis=axis, keepdims=True)
+        e = np.exp(shifted)
+        return shifted, e, e.sum(axis=axis, keepdims=True)
 
     def int_steps(self, node, xs) -> tuple[np.ndarray, np.ndarray]:
         """(d, S): d = max - x along the axis, S = sum of EXP[d] along it (keepdims)."""
@@ -72,13 +84,8 @@ class Softmax(SoftmaxBase):
     int8_rule = "integer exp table and division; output scale 1/256"
 
     def run_float(self, node, g, xs):
-        axis = self.attr(node, "axis")
-        x = xs[0].astype(np.float64)
-        e = np.exp(x - x.max(axis=axis, keepdims=True))
-        return [(e / e.sum(axis=axis, keepdims=True)).astype(np.float32)]
-
-    def fixed_qparams(self, node, g) -> QParams:
-        return per_tensor(1.0 / 256.0, -128)
+        _, e, total = self.float_steps(node, xs)
+        return [(e / total).astype(np.float32)]
 
     def quantize(self, node, g):
         node.q = {"exp": exp_table(qparams_of(g, node.inputs[0])[0])}
@@ -100,15 +107,11 @@ class LogSoftmax(SoftmaxBase):
     op_type = "LogSoftmax"
     summary = "log of softmax along any axis"
     int8_rule = "integer exp table and log thresholds; output scale 16/256"
+    output_q = (LOG_SCALE, LOG_ZERO)
 
     def run_float(self, node, g, xs):
-        axis = self.attr(node, "axis")
-        x = xs[0].astype(np.float64)
-        shifted = x - x.max(axis=axis, keepdims=True)
-        return [(shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))).astype(np.float32)]
-
-    def fixed_qparams(self, node, g) -> QParams:
-        return per_tensor(LOG_SCALE, LOG_ZERO)
+        shifted, _, total = self.float_steps(node, xs)
+        return [(shifted - np.log(total)).astype(np.float32)]
 
     def quantize(self, node, g):
         sx = qparams_of(g, node.inputs[0])[0]
