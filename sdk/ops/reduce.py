@@ -14,7 +14,8 @@ int8 rules (integer sums, the one rounding rule): with x - zx the zero-point-cor
 - L1: acc = sum |x - zx|, by sx/sy; SumSquare: acc = sum (x - zx)^2, by sx^2/sy;
 - L2: acc = sum (x - zx)^2, y = quantize(sqrtf((float)acc), sy/sx, zy): one correctly rounded
   float32 square root and the boundary's quantization, identical on every IEEE target.
-A squared sum must stay below 2^31 (at most 33025 reduced values). ReduceProd, ReduceLogSum
+Accumulators stay in int32: at most 33025 reduced values for a squared sum, 8421504 for the
+others. ReduceProd, ReduceLogSum
 and ReduceLogSumExp have no int8 rule (float builds only).
 """
 from __future__ import annotations
@@ -34,6 +35,7 @@ CODES = {"ReduceSum": 0, "ReduceMean": 1, "ReduceMax": 2, "ReduceMin": 3, "Reduc
 FLOAT_ONLY = {"ReduceProd", "ReduceLogSum", "ReduceLogSumExp"}
 SQUARED = {"ReduceSumSquare", "ReduceL2"}
 SQUARED_MAX_COUNT = (2**31 - 1) // (255 * 255)
+SUM_MAX_COUNT = (2**31 - 1) // 255
 
 
 def reduce_axes(node: Node, g: Graph, rank: int) -> tuple[int, ...] | None:
@@ -150,9 +152,8 @@ def make_reduce(op_type: str) -> type[OpDef]:
         def quantize(self, node, g):
             require(op_type not in FLOAT_ONLY, node, "has no int8 rule: build it with --precision fp32")
             n = self.count(node, g)
-            if op_type in SQUARED:
-                require(n <= SQUARED_MAX_COUNT, node,
-                        f"int8 squares of {n} values overflow int32 (at most {SQUARED_MAX_COUNT})")
+            limit, what = (SQUARED_MAX_COUNT, "squares") if op_type in SQUARED else (SUM_MAX_COUNT, "sums")
+            require(n <= limit, node, f"int8 {what} of {n} values overflow int32 (at most {limit})")
             sx, zx = qparams_of(g, node.inputs[0])
             sy, zy = qparams_of(g, node.outputs[0])
             real = {"ReduceMean": sx / (sy * n), "ReduceSumSquare": sx * sx / sy}.get(op_type, sx / sy)
