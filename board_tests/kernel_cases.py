@@ -942,7 +942,7 @@ class Net:
     calib: Path | None = None
 
 
-def make_net(name: str, case_ids: Sequence[str]) -> Net:
+def make_net(name: str, case_ids: Sequence[str], opset: int = OPSET) -> Net:
     nodes, inits, graph_inputs, graph_outputs = [], [], [], []
     inputs, outputs = {}, {}
     for cid in case_ids:
@@ -959,7 +959,7 @@ def make_net(name: str, case_ids: Sequence[str]) -> Net:
         nodes += b.nodes
         inits += b.inits
     graph = helper.make_graph(nodes, name, graph_inputs, graph_outputs, inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="kernel_cases")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="kernel_cases")
     model.ir_version = 8
     done = onnx.shape_inference.infer_shapes(model, strict_mode=True).graph
     inferred = {v.name: v for v in list(done.value_info) + list(done.output)}

@@ -286,6 +286,61 @@ CASES: dict[str, Case] = {
 }
 
 
+# element-wise math, reductions, softmax and normalization (issue 14)
+MATH_CASES: dict[str, Case] = {
+    "sub-bcast": Case("Sub", [X(1, 3, 4, 4), X(1, 3, 1, 4)]),
+    "sub-const-first": Case("Sub", [C(1.0), X(2, 5)]),
+    "div-two": Case("Div", [X(2, 3, 4), X(2, 3, 4)]),
+    "div-const": Case("Div", [X(2, 3, 4), W(3, 4, positive=True)]),
+    "pow-scalar": Case("Pow", [X(2, 3, 4), C(2.0)]),
+    "pow-two": Case("Pow", [X(2, 3), X(2, 3)]),  # NaN for a negative base, as ORT
+    "pow-base-const": Case("Pow", [C(2.0), X(2, 3, 4)]),
+    "min-three": Case("Min", [X(2, 3, 4), X(3, 4), X(1, 4)]),
+    "max-two": Case("Max", [X(2, 3, 4), X(3, 1)]),
+    "max-one": Case("Max", [X(2, 3)]),
+    "sum-four": Case("Sum", [X(2, 3, 4), X(3, 4), X(1, 4), W(4)]),
+    "prelu-channel": Case("PRelu", [X(1, 3, 4, 4), W(3, 1, 1)]),
+    "prelu-scalar": Case("PRelu", [X(2, 5), C([0.25])]),
+    "sqrt": Case("Sqrt", [X(2, 5)]),
+    "exp": Case("Exp", [X(2, 5, scale=3.0)]),
+    "log": Case("Log", [X(2, 5)]),
+    "erf": Case("Erf", [X(2, 5)]),
+    "neg": Case("Neg", [X(2, 5)]),
+    "abs": Case("Abs", [X(2, 5)]),
+    "reciprocal": Case("Reciprocal", [X(2, 5)]),
+    "hardsigmoid": Case("HardSigmoid", [X(2, 5, scale=4.0)], alpha=0.3, beta=0.4),
+    "elu": Case("Elu", [X(2, 5)], alpha=0.5),
+    "selu": Case("Selu", [X(2, 5)]),
+    "softplus": Case("Softplus", [X(2, 5, scale=30.0)]),
+    "gelu": Case("Gelu", [X(2, 5, scale=3.0)], opset=20),
+    "gelu-tanh": Case("Gelu", [X(2, 5, scale=3.0)], opset=20, approximate="tanh"),
+    "mish": Case("Mish", [X(2, 5, scale=3.0)], opset=18),
+    "softmax-axis1-3d": Case("Softmax", [X(2, 5, 3)], axis=1),
+    "softmax-axis0": Case("Softmax", [X(4, 3)], axis=0),
+    "logsoftmax-last": Case("LogSoftmax", [X(3, 10, scale=3.0)]),
+    "logsoftmax-axis1-4d": Case("LogSoftmax", [X(1, 4, 3, 2)], axis=1),
+    "opset11-logsoftmax": Case("LogSoftmax", [X(3, 6)], opset=11, axis=1),
+    "reducesum-axes-input": Case("ReduceSum", [X(2, 3, 4), C([1], np.int64)], keepdims=0),
+    "reducesum-noop-empty": Case("ReduceSum", [X(2, 3, 4), C([], np.int64)], noop_with_empty_axes=1),
+    "reducesum-all": Case("ReduceSum", [X(2, 3, 4)]),
+    "reducemean-axis1": Case("ReduceMean", [X(2, 3, 4)], axes=[1]),
+    "reducemean-opset18-alternating": Case("ReduceMean", [X(2, 3, 4, 5), C([0, 2], np.int64)], opset=18),
+    "reducemax-last": Case("ReduceMax", [X(2, 3, 4)], axes=[-1], keepdims=0),
+    "reducemin-all": Case("ReduceMin", [X(2, 3, 4)], keepdims=0),
+    "reduceprod": Case("ReduceProd", [X(2, 3, 4)], axes=[2]),
+    "reducesumsquare": Case("ReduceSumSquare", [X(2, 3, 4)], axes=[0, 1]),
+    "reducel1": Case("ReduceL1", [X(2, 3, 4)], axes=[1]),
+    "reducel2-opset18": Case("ReduceL2", [X(2, 3, 4), C([2], np.int64)], opset=18, keepdims=0),
+    "reducelogsum": Case("ReduceLogSum", [X(2, 3, 4)], axes=[1]),  # NaN where a sum is negative, as ORT
+    "reducelogsumexp": Case("ReduceLogSumExp", [X(2, 3, 4, scale=20.0)], axes=[2]),
+    "layernorm-last": Case("LayerNormalization", [X(2, 3, 8), W(8), W(8)], opset=17),
+    "layernorm-axis1-nobias": Case("LayerNormalization", [X(2, 3, 8), W(3, 8)], opset=17, axis=1, epsilon=1e-3),
+    "instancenorm": Case("InstanceNormalization", [X(2, 3, 4, 5), W(3), W(3)], epsilon=1e-3),
+    "instancenorm-1d": Case("InstanceNormalization", [X(2, 3, 7), W(3), W(3)]),
+    "groupnorm-opset21": Case("GroupNormalization", [X(2, 6, 4, 5), W(6), W(6)], opset=21, num_groups=3),
+}
+CASES.update(MATH_CASES)
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_op_matches_onnxruntime(tmp_path, name):
     case = CASES[name]
@@ -428,6 +483,26 @@ INT8_CASES = {
     "sigmoid": Case("Sigmoid", [X(1, 3, 4, 4, scale=4.0)]),
     "softmax": Case("Softmax", [X(4, 10, scale=2.0)]),
 }
+INT8_CASES.update({
+    "sub-two": Case("Sub", [X(1, 3, 4, 4), X(1, 3, 1, 4, scale=2.0)]),
+    "div-const": Case("Div", [X(2, 3, 4), W(3, 4, positive=True)]),
+    "pow-scalar": Case("Pow", [X(2, 3, 4), C(2.0)]),
+    "min-three": Case("Min", [X(2, 3, 4), X(3, 4), X(1, 4)]),
+    "max-two": Case("Max", [X(2, 3, 4), X(3, 4, scale=2.0)]),
+    "sum-four": Case("Sum", [X(2, 3, 4), X(3, 4), X(1, 4), W(4)]),
+    "prelu-channel": Case("PRelu", [X(1, 3, 4, 4), W(3, 1, 1)]),
+    "gelu": Case("Gelu", [X(2, 16, scale=2.0)], opset=20),
+    "mish": Case("Mish", [X(2, 16, scale=2.0)], opset=18),
+    "softmax-axis1": Case("Softmax", [X(2, 6, 5, scale=2.0)], axis=1),
+    "logsoftmax": Case("LogSoftmax", [X(4, 10, scale=2.0)]),
+    "reducesum": Case("ReduceSum", [X(2, 8, 6), C([1], np.int64)], keepdims=0),
+    "reducemean-axis1": Case("ReduceMean", [X(2, 8, 6)], axes=[1]),
+    "reducemax": Case("ReduceMax", [X(2, 8, 6)], axes=[2]),
+    "reducel2": Case("ReduceL2", [X(2, 8, 6)], axes=[1]),
+    "layernorm": Case("LayerNormalization", [X(2, 4, 16, scale=2.0), W(16), W(16)], opset=17),
+    "instancenorm": Case("InstanceNormalization", [X(1, 3, 5, 6), W(3), W(3)]),
+    "groupnorm": Case("GroupNormalization", [X(1, 6, 4, 5), W(6), W(6)], opset=21, num_groups=2),
+})
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

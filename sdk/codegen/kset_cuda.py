@@ -72,6 +72,16 @@ def per(field: str) -> Callable[..., Answer]:
     return rule
 
 
+def reduction(c: KernelCall, node, g, options) -> Answer:
+    """One thread per output value of a [d0][d1][d2][d3] reduction (r_k = 1: axis k reduced)."""
+    return launch(c.kernel, c.args, _prod(1 if c[f"r{i}"] else c[f"d{i}"] for i in range(4)))
+
+
+def lines(c: KernelCall, node, g, options) -> Answer:
+    """One thread per line along the axis of a [rows][cols][inner] tensor (softmax)."""
+    return launch(c.kernel, c.args, c["rows"] * c["inner"])
+
+
 def concat(c: KernelCall, node, g, options) -> Answer:
     return launch(c.kernel, c.args, c["outer"] * c["chunk"])
 
@@ -103,9 +113,13 @@ class Cuda(KernelSet):
         "lut_s8": per("count"), "activation_f32": per("count"),
         "quantize_f32_s8": per("count"), "dequantize_s8_f32": per("count"),
         "requant_s16_s8": per("count"), "requant_s8_s16": per("count"),
-        "softmax_s8": per("rows"), "softmax_f32": per("rows"),
+        "softmax_s8": lines, "softmax_f32": lines, "logsoftmax_s8": lines,
         "concat_s8": concat, "concat_f32": concat,
         "pad_s8": per_4d("o"), "pad_f32": per_4d("o"),
         "transpose_s8": per_4d("o"), "transpose_f32": per_4d("o"),
         "copy": copy,
+        "binary_f32": per_4d("d"), "div_s8": per_4d("d"), "lut2_s8": per_4d("d"), "minmax_s8": per_4d("d"),
+        "prelu_s8": per_4d("d"),
+        "reduce_f32": reduction, "reduce_s8": reduction, "norm_f32": per("rows"), "norm_s8": per("rows"),
+        "norm_stats_f32": per("rows"),
     }

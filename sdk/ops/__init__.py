@@ -1,6 +1,7 @@
 """One module per op family. Importing this package registers every op once."""
 from . import (  # noqa: F401  (imported for registration)
     activation,
+    binary_math,
     conv,
     elementwise,
     qdq,

@@ -3,7 +3,7 @@ from ..kernel_api import F, I, In, Out, W, declare
 
 SET = "portable"
 
-declare(SET, "activation_f32", In("in", "float"), Out("out", "float"), *I("count code"), *F("alpha lo hi"))
+declare(SET, "activation_f32", In("in", "float"), Out("out", "float"), *I("count code"), *F("alpha beta lo hi"))
 declare(SET, "add_f32", In("a", "float"), In("b", "float"), Out("out", "float"),
         *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), *F("lo hi"))
 declare(SET, "add_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"),
@@ -54,8 +54,9 @@ declare(SET, "requant_s16_s8", In("in", "int16_t"), Out("out", "int8_t"), *I("co
         *I("zx zy mult shift", "int32_t"))
 declare(SET, "requant_s8_s16", In("in", "int8_t"), Out("out", "int16_t"), *I("count"),
         *I("zx zy mult shift", "int32_t"))
-declare(SET, "softmax_f32", In("in", "float"), Out("out", "float"), *I("rows cols"))
-declare(SET, "softmax_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("rows cols"), W("exp_table", "int32_t"))
+declare(SET, "softmax_f32", In("in", "float"), Out("out", "float"), *I("rows cols inner as_log"))
+declare(SET, "softmax_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("rows cols inner"),
+        W("exp_table", "int32_t"))
 declare(SET, "transpose_f32", In("in", "float"), Out("out", "float"), *I("o0 o1 o2 o3 s0 s1 s2 s3"))
 declare(SET, "transpose_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("o0 o1 o2 o3 s0 s1 s2 s3"))
 
@@ -78,3 +79,26 @@ declare(SET, "lstm_f32", In("in", "float"), Out("y", "float"), Out("yh", "float"
         Out("scratch", "void"), *RNN_F32_ROWS, In("h0", "float"), In("c0", "float"), *I(RNN_GEOMETRY))
 declare(SET, "gru_f32", In("in", "float"), Out("y", "float"), Out("yh", "float"), Out("scratch", "void"),
         *RNN_F32_ROWS, In("h0", "float"), *I(RNN_GEOMETRY), *I("linear_before_reset"))
+# Element-wise math, reductions and normalization (sdk/ops/elementwise.py, reduce.py, normalization.py).
+BROADCAST = "d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"
+declare(SET, "binary_f32", In("a", "float"), In("b", "float"), Out("out", "float"), *I(BROADCAST), *I("code"),
+        *F("lo hi"))
+declare(SET, "div_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"), *I(BROADCAST),
+        *I("za zb", "int32_t"), *F("scale"), *I("zy lo hi", "int32_t"))
+declare(SET, "lut2_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"), *I(BROADCAST),
+        *I("za zb", "int32_t"), W("table", "int8_t"))
+declare(SET, "minmax_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"), *I(BROADCAST),
+        *I("za zb ma shifta mb shiftb zy code lo hi", "int32_t"))
+declare(SET, "prelu_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"), *I(BROADCAST),
+        *I("za zb mpos spos mneg sneg zy lo hi", "int32_t"))
+declare(SET, "logsoftmax_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("rows cols inner"),
+        W("exp_table", "int32_t"), W("steps", "int32_t"), W("thresholds", "int64_t"))
+declare(SET, "reduce_f32", In("in", "float"), Out("out", "float"), *I("d0 d1 d2 d3 r0 r1 r2 r3 code count"))
+declare(SET, "reduce_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("d0 d1 d2 d3 r0 r1 r2 r3 code"),
+        *I("zx mult shift zy", "int32_t"), *F("scale"))
+declare(SET, "norm_f32", In("in", "float"), Out("out", "float"), W("gamma", "float"), W("beta", "float"),
+        *I("rows n period stride span"), *F("eps"))
+declare(SET, "norm_s8", In("in", "int8_t"), Out("out", "int8_t"), W("gamma", "float"), W("beta", "float"),
+        *I("rows n period stride span"), *I("zx zy", "int32_t"), *F("e2"))
+declare(SET, "norm_stats_f32", In("in", "float"), Out("mean_out", "float"), Out("inv_std", "float"), *I("rows n"),
+        *F("eps"))
