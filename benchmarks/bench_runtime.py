@@ -7,10 +7,16 @@ ctypes on preallocated buffers (the floor any Python caller pays), of `model(x)`
 samples: one `model(batch)` call against 64 single calls. Prints the CPU's SIMD flags.
 
     python benchmarks/bench_runtime.py
+    python benchmarks/bench_runtime.py --instructions    # needs valgrind
+
+Times on a shared machine move with the neighbours' load; `--instructions` also counts the
+host instructions per call under callgrind (the difference between runs of 1000 and 3000
+calls, so start-up cancels out): a deterministic figure for the overhead.
 """
 from __future__ import annotations
 
 import ctypes
+import re
 import subprocess
 import sys
 import tempfile
@@ -66,6 +72,42 @@ def measure(model: str, so: Path, shape: tuple[int, ...]) -> dict:
     return {"model": model, "raw": raw, "call": call, "into": into, "batch64": one_call, "singles64": singles}
 
 
+CALLS = {"raw": "raw(arena, ins, outs)", "model(x)": "m(x)", "model(x, out=y)": "m(x, out=y)"}
+COUNT_SCRIPT = """
+import ctypes, sys
+import numpy as np
+from cuvil_sdk import runtime
+m = runtime.load(sys.argv[1])
+name, calls = sys.argv[2], int(sys.argv[4])
+x = np.random.default_rng(0).standard_normal((1, *m.input_shapes[0][1:])).astype(np.float32)
+y = np.empty(m.output_shapes[0], dtype=np.float32)
+raw, arena = getattr(m._lib, name + "_run_arena"), m._arena()
+ins, outs = (ctypes.c_void_p * 1)(x.ctypes.data), (ctypes.c_void_p * 1)(y.ctypes.data)
+call = compile(sys.argv[3], "call", "eval")
+for _ in range(calls):
+    eval(call)
+"""
+
+
+def instructions_per_call(so: Path, model: str, expression: str) -> float:
+    """Host instructions of one call under callgrind: (3000 calls - 1000 calls) / 2000."""
+    counts = []
+    for calls in (1000, 3000):
+        done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c",
+                               COUNT_SCRIPT, str(so), model, expression, str(calls)],
+                              capture_output=True, text=True, check=True)
+        counts.append(int(re.search(r"Collected : (\d+)", done.stderr).group(1)))
+    return (counts[1] - counts[0]) / 2000
+
+
+def count_instructions(tmp: Path) -> None:
+    print(f"\n{'model':14} " + " ".join(f"{k:>16}" for k in CALLS) + f" {'overhead':>9}  (host instructions per call)")
+    for model in MODELS:
+        so = build(model, tmp / model) if not (tmp / model).exists() else tmp / model / "build" / f"lib{model}.so"
+        per = {k: instructions_per_call(so, model, e) for k, e in CALLS.items()}
+        print(f"{model:14} " + " ".join(f"{v:16.0f}" for v in per.values()) + f" {per['model(x)'] - per['raw']:9.0f}")
+
+
 def main() -> None:
     flags = sorted({f for f in Path("/proc/cpuinfo").read_text().split() if f in
                     ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni")})
@@ -78,6 +120,8 @@ def main() -> None:
             r = measure(model, build(model, Path(tmp) / model), shape)
             print(f"{r['model']:14} {r['raw']:9.2f} {r['call']:9.2f} {r['call'] - r['raw']:9.2f} {r['into']:8.2f} "
                   f"{r['into'] - r['raw']:9.2f} {r['batch64']:11.1f} {r['singles64']:12.1f}")
+        if "--instructions" in sys.argv:
+            count_instructions(Path(tmp))
 
 
 if __name__ == "__main__":

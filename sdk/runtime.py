@@ -198,12 +198,20 @@ class Model:
             x_ptr = byref(c_char.from_buffer(x))  # TypeError/ValueError: read-only or not C-contiguous
         except (AttributeError, TypeError, ValueError, BufferError):
             return None
-        y = np.empty(yshape, dtype=np.float32) if out is None else self._output_array(self.output_names[0], yshape,
-                                                                                        np.float32, out)
+        if out is None:
+            y = np.empty(yshape, dtype=np.float32)
+        elif type(out) is np.ndarray and out.dtype is FLOAT32 and out.shape == yshape:
+            y = out
+        else:  # a dict, or an array of the wrong kind: checked (and explained) there
+            y = self._output_array(self.output_names[0], yshape, np.float32, out)
+        try:
+            y_ptr = byref(c_char.from_buffer(y))
+        except (TypeError, ValueError, BufferError):  # read-only or not C-contiguous: say so
+            y_ptr = byref(c_char.from_buffer(self._output_array(self.output_names[0], yshape, np.float32, out)))
         arena = getattr(self._local, "arena", None) or self._arena()
         if self._lib is None:
             raise UsageError("the model is closed")
-        if self._run_fn(arena, n, x_ptr, byref(c_char.from_buffer(y))) != 0:
+        if self._run_fn(arena, n, x_ptr, y_ptr) != 0:
             raise ModelError("the model returned an error")
         return y
 
