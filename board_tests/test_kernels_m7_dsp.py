@@ -43,26 +43,39 @@ RNG = np.random.default_rng(11)
 
 
 # --- host-only ------------------------------------------------------------------------------------
+def cuvil_rq_model(acc: np.ndarray, q: np.ndarray, zy: int) -> np.ndarray:
+    """cuvil_rq (cuvil_dsp_common.h) in numpy int64, with its int32 register semantics checked:
+    SMMLA's high word plus rnd and the shifted value plus zy must stay in int32."""
+    m, rnd, s = (int(v) for v in q)
+    if s > 0:
+        hi = ((acc * m) >> 32) + rnd
+        assert np.abs(hi).max() < 2**31, "SMMLA's accumulate overflowed"
+        y = (hi >> s) + zy
+    else:
+        y = ((acc * m + (1 << (rnd - 1))) >> rnd) + zy
+    return np.clip(y, -128, 127)
+
+
 def test_fast_requant_equals_the_reference_rule():
-    """cuvil_rq's three instructions (hi32(acc*M) + rnd) >> s, saturated, in int64 numpy, equal
-    zy + requant(acc) over random accumulators, multipliers, shifts and zero points, including
-    rounding ties; refused where it would not be exact."""
-    for _ in range(200):
-        real = float(np.exp(RNG.uniform(np.log(1e-7), np.log(0.24))))
-        m, s = quantize_multiplier(real)
+    """cuvil_rq equals zy + requant(acc) for every multiplier and shift quantize_multiplier makes
+    (S from 1 to 62, M up to 2^31 - 1, the shrunk multipliers of S = 62) and every int32
+    accumulator (extremes and rounding ties included); fastq marks layers whose shifts are all
+    >= 33 (the assembly blocks' form)."""
+    reals = np.concatenate([np.exp(RNG.uniform(np.log(1e-21), np.log(2.0**29), 300)),
+                            [2.0**-30 * (1 - 2**-32), 0.5 * (1 - 2**-33), 1e-20, 2.0**-31]])
+    for real in reals:
+        m, s = quantize_multiplier(float(real))
         zy = int(RNG.integers(-128, 128))
-        bound = int(RNG.integers(1, 2**24))
-        q = kset.fast_requant(np.array([m]), np.array([s]), zy, bound)
-        assert q is not None, (real, m, s)
-        acc = RNG.integers(-bound, bound + 1, 400, dtype=np.int64)
-        ties = ((np.arange(-20, 20) * 2 + 1) << (s - 1)) // m  # accumulators near x.5
-        acc = np.concatenate([acc, ties[np.abs(ties) <= bound], [0, bound, -bound]])
-        mm, rnd, sh = (int(v) for v in q[0])
-        got = np.clip(((acc * mm) >> 32) + rnd >> sh, -128, 127)
+        q, fastq = kset.fast_requant(np.array([m]), np.array([s]))
+        assert fastq == int(s >= 33)
+        acc = RNG.integers(-2**31, 2**31, 300, dtype=np.int64)
+        small = RNG.integers(-2**20, 2**20, 300, dtype=np.int64)
+        ties = [((2 * k + 1) << (s - 1)) // m + d for k in range(-20, 20) for d in (-1, 0, 1)] if m else []
+        ties = np.array([v for v in ties if -2**31 <= v < 2**31], dtype=np.int64)  # accumulators near x.5
+        acc = np.concatenate([acc, small, ties, [0, 2**31 - 1, -2**31]])
         want = np.clip(requant(acc, m, s) + zy, -128, 127)
-        assert np.array_equal(got, want), (real, m, s, zy)
-    assert kset.fast_requant(np.array([2**30]), np.array([32]), 0, 1000) is None  # S < 33
-    assert kset.fast_requant(np.array([2**30]), np.array([60]), 127, 2**31) is None  # int32 overflow
+        assert np.array_equal(cuvil_rq_model(acc, q[0], zy), want), (real, m, s, zy)
+    assert kset.fast_requant(np.array([2**30, 2**30]), np.array([40, 32]))[1] == 0
 
 
 def test_shared_helpers_live_in_one_header_each():
@@ -156,6 +169,33 @@ def test_every_dsp_kernel_ran_and_every_dsp_case_reached_one(grid):
         assert mine and all(layer["kernel"] in DSP_KERNELS for layer in mine), (cid, mine)
     portable = {layer["kernel"] for group in GROUPS for layer in grid(group).info[PORTABLE]["layers"]}
     assert not portable & DSP_KERNELS
+
+
+@pytest.mark.slow
+def test_dsp_grid_covers_what_trained_models_produce(grid):
+    """The dsp_ cases reach, on DSP kernels: shifts below 16 and above 60, a multiplier within
+    2^8 of 2^31, biases whose worst-case bound |bias| + K * 255 * 128 passes int32, layers with
+    and without the assembly requantization (fastq), 1280 channels, rows 112 wide, depthwise
+    multiplier 2, groups, dilations, broadcast adds, FC rows past the column buffer."""
+    run = grid("dsp_paths")
+    g = kc.reference_graph(run.net, DSP, PROFILE, "int8")
+    kernels = {layer["name"]: layer["kernel"] for layer in run.info[DSP]["layers"]}
+    shifts, mults, over, fastq = [], [], 0, set()
+    for node in g.nodes:
+        q = getattr(node, "q", None)
+        if node.name not in kernels or not q or "w" not in q:
+            continue
+        assert kernels[node.name] in DSP_KERNELS, (node.name, kernels[node.name])
+        shifts += list(np.atleast_1d(q["shift"]))
+        mults += list(np.atleast_1d(q["mult"]))
+        k = int(np.prod(q["w"].shape)) // q["w"].shape[0]
+        over += int(np.abs(q["bias"].astype(np.int64)).max() + k * 255 * 128 > 2**31 - 1)
+        fastq.add(kset.fast_requant(q["mult"], q["shift"])[1])
+    assert min(shifts) < 16 and max(shifts) > 60 and max(mults) >= 2**31 - 2**8 and over >= 3 and fastq == {0, 1}
+    for cid in ("dsp_fc_1280_channels", "dsp_fc_k2100", "dsp_wide_rows_dw_mult2", "dsp_grouped3_dilated",
+                "dsp_dw_dilated", "dsp_add_bcast_channel", "dsp_add_bcast_both", "dsp_avgpool_row_300"):
+        mine = [kernels[n.name] for n in g.nodes if n.name.startswith(cid + "_") and n.name in kernels]
+        assert mine and set(mine) <= DSP_KERNELS, (cid, mine)
 
 
 # --- the example models ---------------------------------------------------------------------------

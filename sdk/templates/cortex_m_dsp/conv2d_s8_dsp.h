@@ -26,6 +26,7 @@ struct cuvil_gemm {
     uint32_t lo4, hi4;   /* 20, 24: output clamp in every byte */
     const int16_t *end;  /* 28: stream end of the full pairs */
     const int16_t *w;    /* 32: stream position */
+    int32_t zy;          /* 36: output zero point */
 };
 
 /* Two pixels x every full pair of output channels: bias, 2x2 SMLAD blocks over K' (8 values
@@ -69,6 +70,7 @@ static void __attribute__((noinline)) cuvil_gemm2x2_pairs(struct cuvil_gemm *g)
         "subs r12, r12, #1\n\t"
         "bne 1b\n\t"
         "ldr r2, [sp]\n\t"
+        "ldr r12, [r2, #36]\n\t"
         "ldmia r1!, {r0, r3, r4, r5, r6, r7}\n\t"
         "smmla r8, r8, r0, r3\n\t"
         "smmla r9, r9, r0, r3\n\t"
@@ -78,6 +80,10 @@ static void __attribute__((noinline)) cuvil_gemm2x2_pairs(struct cuvil_gemm *g)
         "asr r9, r9, r4\n\t"
         "asr r10, r10, r7\n\t"
         "asr r11, r11, r7\n\t"
+        "add r8, r8, r12\n\t"
+        "add r9, r9, r12\n\t"
+        "add r10, r10, r12\n\t"
+        "add r11, r11, r12\n\t"
         "ssat r8, #8, r8\n\t"
         "ssat r9, #8, r9\n\t"
         "ssat r10, #8, r10\n\t"
@@ -124,8 +130,8 @@ static const int16_t *cuvil_gemm_pair_c(const int16_t *w, const struct cuvil_gem
     }
     int32_t q[6];
     for (int i = 0; i < 6; i++, w += 2) q[i] = (int32_t)cuvil_ld32(w);
-    const int32_t y00 = cuvil_rq(a[0], q[0], q[1], q[2]), y01 = cuvil_rq(a[1], q[0], q[1], q[2]);
-    const int32_t y10 = cuvil_rq(a[2], q[3], q[4], q[5]), y11 = cuvil_rq(a[3], q[3], q[4], q[5]);
+    const int32_t y00 = cuvil_rq(a[0], q[0], q[1], q[2], g->zy), y01 = cuvil_rq(a[1], q[0], q[1], q[2], g->zy);
+    const int32_t y10 = cuvil_rq(a[2], q[3], q[4], q[5], g->zy), y11 = cuvil_rq(a[3], q[3], q[4], q[5], g->zy);
     const uint32_t v = cuvil_clamp4(cuvil_pack4(y00, y10, y01, y11), g->lo4, g->hi4);
     int8_t *o = g->out;
     o[0] = (int8_t)v;
@@ -173,22 +179,53 @@ static inline uint32_t *cuvil_col_words(const int8_t *src, uint32_t *o, int nw, 
 }
 
 struct cuvil_im2col {
-    const int8_t *in; /* the image (batch item) */
+    const int8_t *in; /* the image (batch item), at the group's first channel */
     int h, w, c, kh, kw, seg, nw, tail;
     long rowbytes;
     uint32_t nzx2;
     int32_t zx;
+    int cs, dh, dw; /* bytes between pixels (all channels of all groups), dilations */
 };
 
+/* The 1-3 last bytes of a run (after its nw whole words) into the column at o, in order,
+ * padded with a zero to an even count. */
+static inline void cuvil_col_tail(const int8_t *t, uint32_t *o, int tail, int32_t zx)
+{
+    const int32_t e1 = tail > 1 ? t[1] - zx : 0;
+    o[0] = ((uint32_t)(t[0] - zx) & 0xFFFFu) | ((uint32_t)e1 << 16);
+    if (tail == 3) o[1] = (uint32_t)(t[2] - zx) & 0xFFFFu;
+}
+
+/* One kernel row of a window whose taps are not one contiguous run (padding at the left or
+ * right, input channels of one group among others, or a horizontal dilation): the taps are
+ * gathered into a byte run with zx in the padded ones (x - zx = 0 there), then converted. */
+static void cuvil_im2col_gather(const struct cuvil_im2col *m, const int8_t *row, uint32_t *d, int ix0)
+{
+    int8_t run[CUVIL_DSP_COL_WORDS] __attribute__((aligned(4)));
+    const int c = m->c;
+    for (int kx = 0; kx < m->kw; kx++) {
+        const int ix = ix0 + kx * m->dw;
+        int8_t *r = run + kx * c;
+        if (ix < 0 || ix >= m->w) {
+            for (int i = 0; i < c; i++) r[i] = (int8_t)m->zx;
+        } else {
+            const int8_t *s = row + (long)ix * m->cs;
+            for (int i = 0; i < c; i++) r[i] = s[i];
+        }
+    }
+    uint32_t *o = cuvil_col_words(run, d, m->nw, m->nzx2);
+    if (m->tail) cuvil_col_tail(run + 4 * m->nw, o, m->tail, m->zx);
+}
+
 /* The column of a pixel whose window has padding, or whose kernel-row runs are not whole
- * words (see cuvil_im2col). */
+ * contiguous words (see cuvil_im2col). */
 static void __attribute__((noinline)) cuvil_im2col_border(const struct cuvil_im2col *m, uint32_t *d, int iy0, int ix0)
 {
     const int c = m->c, w = m->w, seg = m->seg, len = m->kw * c, nw = m->nw;
-    const int32_t zx = m->zx;
-    const int rowfull = ix0 >= 0 && ix0 + m->kw <= w;
+    const int dense = m->cs == c && m->dw == 1;
+    const int rowfull = dense && ix0 >= 0 && ix0 + m->kw <= w;
     for (int ky = 0; ky < m->kh; ky++, d += seg >> 1) {
-        const int iy = iy0 + ky;
+        const int iy = iy0 + ky * m->dh;
         if (iy < 0 || iy >= m->h) {
             for (int p = 0; p < seg; p += 2) d[p >> 1] = 0u;
             continue;
@@ -197,13 +234,8 @@ static void __attribute__((noinline)) cuvil_im2col_border(const struct cuvil_im2
         if (rowfull) {
             const int8_t *src = row + (long)ix0 * c;
             uint32_t *o = cuvil_col_words(src, d, nw, m->nzx2);
-            if (m->tail) {
-                src += 4 * nw;
-                const int32_t e1 = m->tail > 1 ? src[1] - zx : 0;
-                o[0] = ((uint32_t)(src[0] - zx) & 0xFFFFu) | ((uint32_t)e1 << 16);
-                if (m->tail == 3) o[1] = (uint32_t)(src[2] - zx) & 0xFFFFu;
-            }
-        } else if ((c & 3) == 0) {
+            if (m->tail) cuvil_col_tail(src + 4 * nw, o, m->tail, m->zx);
+        } else if (dense && (c & 3) == 0) {
             /* valid taps kx0..kx1-1 are one contiguous run; the others are zeros */
             const int kx0 = ix0 < 0 ? -ix0 : 0, kx1 = ix0 + m->kw > w ? w - ix0 : m->kw;
             uint32_t *o = d;
@@ -211,46 +243,26 @@ static void __attribute__((noinline)) cuvil_im2col_border(const struct cuvil_im2
             if (kx1 > kx0) o = cuvil_col_words(row + (long)(ix0 + kx0) * c, o, (kx1 - kx0) * c >> 2, m->nzx2);
             for (int k = (kx1 > kx0 ? kx1 : kx0) * c; k < len; k += 4, o += 2) o[0] = o[1] = 0u;
         } else {
-            /* the row with zx in the padded taps (x - zx = 0 there), converted as a full row */
-            int8_t run[CUVIL_DSP_COL_WORDS] __attribute__((aligned(4)));
-            for (int kx = 0; kx < m->kw; kx++) {
-                const int ix = ix0 + kx;
-                int8_t *r = run + kx * c;
-                if (ix < 0 || ix >= w) {
-                    for (int i = 0; i < c; i++) r[i] = (int8_t)zx;
-                } else {
-                    for (int i = 0; i < c; i++) r[i] = row[(long)ix * c + i];
-                }
-            }
-            uint32_t *o = cuvil_col_words(run, d, nw, m->nzx2);
-            if (m->tail) {
-                const int8_t *t = run + 4 * nw;
-                const int32_t e1 = m->tail > 1 ? t[1] - zx : 0;
-                o[0] = ((uint32_t)(t[0] - zx) & 0xFFFFu) | ((uint32_t)e1 << 16);
-                if (m->tail == 3) o[1] = (uint32_t)(t[2] - zx) & 0xFFFFu;
-            }
+            cuvil_im2col_gather(m, row, d, ix0);
         }
     }
 }
 
 /* One pixel's column into d.
  * Per kernel row ky a segment of `seg` values (kw*c rounded up to even): the kw*c input bytes
- * are contiguous in NHWC; whole 4-byte groups go in as [b0 b2] [b1 b3], the last 1-3 bytes in
- * order, then a zero if kw*c is odd. Padded taps are 0 = zx - zx: the portable kernel's sum
- * over valid taps, exactly. A window inside the image with whole-word runs is the fast path. */
+ * (contiguous in NHWC when groups and the horizontal dilation are 1); whole 4-byte groups go
+ * in as [b0 b2] [b1 b3], the last 1-3 bytes in order, then a zero if kw*c is odd. Padded taps
+ * are 0 = zx - zx: the portable kernel's sum over valid taps, exactly. A window inside the
+ * image with contiguous whole-word runs is the fast path. */
 static inline void cuvil_im2col(const struct cuvil_im2col *m, uint32_t *d, int iy0, int ix0)
 {
-    if (iy0 >= 0 && iy0 + m->kh <= m->h && ix0 >= 0 && ix0 + m->kw <= m->w) {
+    if (m->cs == m->c && m->dw == 1 && iy0 >= 0 && iy0 + (m->kh - 1) * m->dh < m->h && ix0 >= 0 &&
+        ix0 + m->kw <= m->w) {
         const int8_t *src = m->in + (long)iy0 * m->rowbytes + (long)ix0 * m->c;
-        const int tail = m->tail;
-        for (int ky = 0; ky < m->kh; ky++, src += m->rowbytes, d += m->seg >> 1) {
+        const long step = m->rowbytes * m->dh;
+        for (int ky = 0; ky < m->kh; ky++, src += step, d += m->seg >> 1) {
             uint32_t *o = cuvil_col_words(src, d, m->nw, m->nzx2);
-            if (tail) {
-                const int8_t *t = src + 4 * m->nw;
-                const int32_t zx = m->zx, e1 = tail > 1 ? t[1] - zx : 0;
-                o[0] = ((uint32_t)(t[0] - zx) & 0xFFFFu) | ((uint32_t)e1 << 16);
-                if (tail == 3) o[1] = (uint32_t)(t[2] - zx) & 0xFFFFu;
-            }
+            if (m->tail) cuvil_col_tail(src + 4 * m->nw, o, m->tail, m->zx);
         }
     } else {
         cuvil_im2col_border(m, d, iy0, ix0);
@@ -263,11 +275,12 @@ struct cuvil_conv {
     const int16_t *w;
     int8_t *out;
     long pixels, image;
-    int oh, ow, sh, sw, pt, pl, oc, kp, kh, seg;
+    int oh, ow, sh, sw, pt, pl, oc, kp, kh, seg, fastq;
 };
 
-/* The pixel loop of conv2d_s8_dsp (a separate function: its frame is small, so every field
- * is one load away while the 4 KiB column lives in the caller's frame). */
+/* The pixel loop of conv2d_s8_dsp for one group (a separate function: its frame is small, so
+ * every field is one load away while the 4 KiB column lives in the caller's frame).
+ * k->oc: the group's output channels; k->g.oc: the output pixel stride (all channels). */
 static void __attribute__((noinline)) cuvil_conv_run(struct cuvil_conv *k)
 {
     uint32_t *col[2] = {(uint32_t *)k->g.col0, (uint32_t *)k->g.col1};
@@ -290,9 +303,9 @@ static void __attribute__((noinline)) cuvil_conv_run(struct cuvil_conv *k)
                 }
             }
         }
-        k->g.out = k->out + p * k->oc;
+        k->g.out = k->out + p * k->g.oc;
         k->g.w = k->w;
-        if (two && full > 0) {
+        if (two && full > 0 && k->fastq) {
             cuvil_gemm2x2_pairs(&k->g);
         } else {
             for (int j = 0; j < full; j++, k->g.out += 2) k->g.w = cuvil_gemm_pair_c(k->g.w, &k->g, two, 1);
@@ -301,19 +314,29 @@ static void __attribute__((noinline)) cuvil_conv_run(struct cuvil_conv *k)
     }
 }
 
-/* int8 2-D convolution (groups 1, dilation 1), NHWC, as conv2d_s8 bit for bit: im2col of two
- * output pixels into int16 (x - zx), then cuvil_gemm2x2_pairs over the channel-pair streams
- * of `w` (see "cuvil_dsp_gemm"); a last single pixel or odd channel in C.
- * seg: column values per kernel row; kp: K' (a multiple of 8, <= CUVIL_DSP_COL_WORDS);
- * nzx2: -zx in both 16-bit halves; lo4/hi4: the output clamp in every byte. */
+/* int8 2-D convolution (any groups, strides, dilations, pads), NHWC, as conv2d_s8 bit for bit:
+ * per group, im2col of two output pixels into int16 (x - zx), then cuvil_gemm2x2_pairs over the
+ * group's channel-pair streams of `w` (see "cuvil_dsp_gemm"; the groups' streams follow each
+ * other); a last single pixel or odd channel in C, and all of it in C when fastq is 0 (a
+ * requantization shift below 33 in the layer: cuvil_rq's 64-bit form).
+ * c, oc: all channels; seg: column values per kernel row (kw * c / groups, rounded up to even);
+ * kp: K' (a multiple of 8, <= CUVIL_DSP_COL_WORDS); nzx2: -zx in both 16-bit halves; lo4/hi4:
+ * the output clamp in every byte. */
 static void conv2d_s8_dsp(const int8_t *in, int8_t *out, const int16_t *w, int n, int h, int wd, int c, int oh, int ow,
-                          int oc, int kh, int kw, int sh, int sw, int pt, int pl, int seg, int kp, uint32_t nzx2,
-                          int32_t zx, uint32_t lo4, uint32_t hi4)
+                          int oc, int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw, int groups, int seg,
+                          int kp, int fastq, uint32_t nzx2, int32_t zx, int32_t zy, uint32_t lo4, uint32_t hi4)
 {
     uint32_t col[CUVIL_DSP_COL_WORDS] __attribute__((aligned(8)));
-    struct cuvil_conv k = {
-        {in, h, wd, c, kh, kw, seg, (kw * c) >> 2, (kw * c) & 3, (long)wd * c, nzx2, zx},
-        {col, col + CUVIL_DSP_COL_WORDS / 2, kp >> 3, out, oc, lo4, hi4, w + (long)(oc >> 1) * (kp * 2 + 20), w},
-        w, out, (long)n * oh * ow, (long)h * wd * c, oh, ow, sh, sw, pt, pl, oc, kp, kh, seg};
-    cuvil_conv_run(&k);
+    const int icg = c / groups, ocg = oc / groups;
+    const long stream = (long)((ocg + 1) >> 1) * (kp * 2 + 20); /* int16 values per group */
+    for (int gi = 0; gi < groups; gi++) {
+        const int16_t *wg = w + gi * stream;
+        struct cuvil_conv k = {
+            {in + gi * icg, h, wd, icg, kh, kw, seg, (kw * icg) >> 2, (kw * icg) & 3, (long)wd * c, nzx2, zx, c, dh,
+             dw},
+            {col, col + CUVIL_DSP_COL_WORDS / 2, kp >> 3, out, oc, lo4, hi4, wg + (long)(ocg >> 1) * (kp * 2 + 20), wg,
+             zy},
+            wg, out + gi * ocg, (long)n * oh * ow, (long)h * wd * c, oh, ow, sh, sw, pt, pl, ocg, kp, kh, seg, fastq};
+        cuvil_conv_run(&k);
+    }
 }

@@ -32,15 +32,23 @@ static inline uint32_t cuvil_smlad(uint32_t x, uint32_t y, uint32_t acc)
     return r;
 }
 
-/* The rounding rule of cuvil_requant for a shift S >= 33 (checked in Python), in three
- * instructions: with s = S - 32, (acc * M + 2^(S-1)) >> S == (hi32(acc * M) + 2^(s-1)) >> s,
- * and the output zero point is folded in: rnd = 2^(s-1) + (zy << s) (Python checks that it
- * cannot overflow). q = {M, rnd, s}; the result is saturated to int8. */
-static inline int32_t cuvil_rq(int32_t acc, int32_t m, int32_t rnd, int32_t s)
+/* The rounding rule of cuvil_requant for any multiplier and shift S in [1, 62], exact for every
+ * int32 accumulator (the portable kernels' accumulator type), output zero point zy added, the
+ * result saturated to int8. q = {M, rnd, s} per channel (kset_cortex_m_dsp.fast_requant):
+ *  - S >= 33: s = S - 32, rnd = 2^(s-1): SMMLA gives hi32(acc * M) + rnd, and
+ *    (hi32(acc * M) + 2^(s-1)) >> s == (acc * M + 2^(S-1)) >> S; |hi32| <= 2^30 and
+ *    rnd <= 2^29, so nothing overflows for any acc (the assembly blocks use this form only);
+ *  - S <= 32: s = 0 and rnd = S: the 64-bit product, as cuvil_requant. */
+static inline int32_t cuvil_rq(int32_t acc, int32_t m, int32_t rnd, int32_t s, int32_t zy)
 {
     int32_t r;
-    __asm__("smmla %0, %1, %2, %3" : "=r"(r) : "r"(acc), "r"(m), "r"(rnd));
-    r >>= s;
+    if (s > 0) {
+        __asm__("smmla %0, %1, %2, %3" : "=r"(r) : "r"(acc), "r"(m), "r"(rnd));
+        r = (r >> s) + zy;
+    } else {
+        const int64_t v = (((int64_t)acc * m + ((int64_t)1 << (rnd - 1))) >> rnd) + zy;
+        r = v > 127 ? 127 : (v < -128 ? -128 : (int32_t)v); /* saturated in 64 bits: v may pass int32 */
+    }
     __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(r));
     return r;
 }

@@ -16,10 +16,11 @@ struct cuvil_fc {
     const uint32_t *col; /* 0: the input row as int16 */
     int32_t n8;          /* 4: K' / 8 */
     int8_t *out;         /* 8: output o0 of the next quad */
-    int32_t pad;         /* 12 */
+    int32_t zy;          /* 12: output zero point */
     uint32_t lo4, hi4;   /* 16, 20: output clamp in every byte */
     const int16_t *end;  /* 24: stream end of the full quads */
     const int16_t *w;    /* 28: stream position */
+    int32_t zx;          /* 32: input zero point (the on-the-fly path's tail) */
 };
 
 /* Every full quad of outputs: bias, 1x4 SMLAD blocks over K' (8 values per iteration),
@@ -60,6 +61,7 @@ static void __attribute__((noinline)) cuvil_fc_quads(struct cuvil_fc *f)
         "smlad r11, r0, r7, r11\n\t"
         "subs r12, r12, #1\n\t"
         "bne 1b\n\t"
+        "ldr r12, [r2, #12]\n\t"
         "ldmia r1!, {r0, r3, r4, r5, r6, r7}\n\t"
         "smmla r8, r8, r0, r3\n\t"
         "smmla r9, r9, r5, r6\n\t"
@@ -70,6 +72,10 @@ static void __attribute__((noinline)) cuvil_fc_quads(struct cuvil_fc *f)
         "smmla r11, r11, r5, r6\n\t"
         "asr r10, r10, r4\n\t"
         "asr r11, r11, r7\n\t"
+        "add r8, r8, r12\n\t"
+        "add r9, r9, r12\n\t"
+        "add r10, r10, r12\n\t"
+        "add r11, r11, r12\n\t"
         "ssat r8, #8, r8\n\t"
         "ssat r9, #8, r9\n\t"
         "ssat r10, #8, r10\n\t"
@@ -95,10 +101,20 @@ static void __attribute__((noinline)) cuvil_fc_quads(struct cuvil_fc *f)
     f->w = w;
 }
 
-/* The last quad of an output count that is not a multiple of 4 (stores `count` outputs). */
-static void cuvil_fc_quad_c(const struct cuvil_fc *f, int count)
+/* The quad's requantization (stream at w: [M, rnd, s] x 4), clamp and `count` stores. */
+static void cuvil_fc_store(const struct cuvil_fc *f, const int16_t *w, const int32_t *a, int count)
 {
-    const int16_t *w = f->w;
+    int32_t y[4];
+    for (int i = 0; i < 4; i++, w += 6) y[i] = cuvil_rq(a[i], (int32_t)cuvil_ld32(w), (int32_t)cuvil_ld32(w + 2),
+                                                      (int32_t)cuvil_ld32(w + 4), f->zy);
+    const uint32_t v = cuvil_clamp4(cuvil_pack4(y[0], y[1], y[2], y[3]), f->lo4, f->hi4);
+    for (int i = 0; i < count; i++) f->out[i] = (int8_t)(v >> (8 * i));
+}
+
+/* One quad in C (stores `count` outputs): the last of an output count that is not a multiple of
+ * 4, or every quad of a layer with a requantization shift below 33. Returns the next quad. */
+static const int16_t *cuvil_fc_quad_c(const struct cuvil_fc *f, const int16_t *w, int count)
+{
     int32_t a[4];
     for (int i = 0; i < 4; i++, w += 2) a[i] = (int32_t)cuvil_ld32(w);
     const uint32_t *px = f->col;
@@ -107,25 +123,59 @@ static void cuvil_fc_quad_c(const struct cuvil_fc *f, int count)
             a[i] = (int32_t)cuvil_smlad(px[1], cuvil_ld32(w + 2), cuvil_smlad(px[0], cuvil_ld32(w), (uint32_t)a[i]));
         }
     }
-    int32_t y[4];
-    for (int i = 0; i < 4; i++, w += 6) y[i] = cuvil_rq(a[i], (int32_t)cuvil_ld32(w), (int32_t)cuvil_ld32(w + 2),
-                                                      (int32_t)cuvil_ld32(w + 4));
-    const uint32_t v = cuvil_clamp4(cuvil_pack4(y[0], y[1], y[2], y[3]), f->lo4, f->hi4);
-    for (int i = 0; i < count; i++) f->out[i] = (int8_t)(v >> (8 * i));
+    cuvil_fc_store(f, w, a, count);
+    return w + 24;
+}
+
+/* One quad of a row too long for the column buffer: the input bytes are widened on the fly
+ * (4 per load, [b0 b2] [b1 b3] as in the column), so K has no limit. */
+static const int16_t *cuvil_fc_quad_direct(const struct cuvil_fc *f, const int8_t *in, int k, const int16_t *w,
+                                           int count, uint32_t nzx2)
+{
+    int32_t a[4];
+    for (int i = 0; i < 4; i++, w += 2) a[i] = (int32_t)cuvil_ld32(w);
+    const int kw = k & ~3;
+    for (int j = 0; j < kw; j += 4) {
+        const uint32_t v = cuvil_ld32(in + j), x02 = cuvil_sxtab16(nzx2, v), x13 = cuvil_sxtab16_r8(nzx2, v);
+        for (int i = 0; i < 4; i++, w += 4) {
+            a[i] = (int32_t)cuvil_smlad(x13, cuvil_ld32(w + 2), cuvil_smlad(x02, cuvil_ld32(w), (uint32_t)a[i]));
+        }
+    }
+    const int rest = f->n8 * 8 - kw; /* 4 or 8 values: the 1-3 last inputs in order, then zeros */
+    if (rest > 0) {
+        int32_t x[8] = {0};
+        for (int j = kw; j < k; j++) x[j - kw] = in[j] - f->zx;
+        for (int r = 0; r < rest; r += 4)
+            for (int i = 0; i < 4; i++, w += 4)
+                for (int t = 0; t < 4; t++) a[i] += x[r + t] * w[t];
+    }
+    cuvil_fc_store(f, w, a, count);
+    return w + 24;
 }
 
 /* int8 fully connected, as fc_s8 bit for bit: each input row becomes an int16 column (x - zx)
- * on the stack, then cuvil_fc_quads over the weight stream (see above), a last partial quad in C.
- * kp: K' (k rounded up to 8, <= 2 * CUVIL_DSP_FC_WORDS); nzx2: -zx in both 16-bit halves;
- * lo4/hi4: the output clamp in every byte. */
-static void fc_s8_dsp(const int8_t *in, int8_t *out, const int16_t *w, int rows, int k, int n, int kp, uint32_t nzx2,
-                      int32_t zx, uint32_t lo4, uint32_t hi4)
+ * on the stack, then cuvil_fc_quads over the weight stream (see above), a last partial quad in C;
+ * in C throughout when fastq is 0 (a requantization shift below 33), and widening on the fly
+ * when K' passes the column (2 * CUVIL_DSP_FC_WORDS).
+ * kp: K' (k rounded up to 8); nzx2: -zx in both 16-bit halves; lo4/hi4: the output clamp in
+ * every byte. */
+static void fc_s8_dsp(const int8_t *in, int8_t *out, const int16_t *w, int rows, int k, int n, int kp, int fastq,
+                      uint32_t nzx2, int32_t zx, int32_t zy, uint32_t lo4, uint32_t hi4)
 {
     uint32_t col[CUVIL_DSP_FC_WORDS] __attribute__((aligned(8)));
-    const int nw = k >> 2, tail = k & 3, full = n >> 2;
-    struct cuvil_fc f = {col, kp >> 3, out, 0, lo4, hi4, w + (long)full * (4 * kp + 32), w};
-    for (int i = (k + 1) >> 1; i < (kp >> 1); i++) col[i] = 0u;
+    const int nw = k >> 2, tail = k & 3, full = n >> 2, quads = (n + 3) >> 2;
+    const int direct = kp > 2 * CUVIL_DSP_FC_WORDS;
+    struct cuvil_fc f = {col, kp >> 3, out, zy, lo4, hi4, w + (long)full * (4 * kp + 32), w, zx};
+    if (!direct)
+        for (int i = (k + 1) >> 1; i < (kp >> 1); i++) col[i] = 0u;
     for (int r = 0; r < rows; r++, in += k) {
+        f.out = out + (long)r * n;
+        f.w = w;
+        if (direct) {
+            for (int j = 0; j < quads; j++, f.out += 4)
+                f.w = cuvil_fc_quad_direct(&f, in, k, f.w, j < full ? 4 : n & 3, nzx2);
+            continue;
+        }
         const int8_t *src = in;
         uint32_t *o = col;
         for (int i = 0; i < nw; i++, src += 4, o += 2) {
@@ -138,9 +188,11 @@ static void fc_s8_dsp(const int8_t *in, int8_t *out, const int16_t *w, int rows,
             o[0] = ((uint32_t)(src[0] - zx) & 0xFFFFu) | ((uint32_t)e1 << 16);
             if (tail == 3) o[1] = (uint32_t)(src[2] - zx) & 0xFFFFu;
         }
-        f.out = out + (long)r * n;
-        f.w = w;
-        if (full > 0) cuvil_fc_quads(&f);
-        if (n & 3) cuvil_fc_quad_c(&f, n & 3);
+        if (full > 0 && fastq) {
+            cuvil_fc_quads(&f);
+        } else {
+            for (int j = 0; j < full; j++, f.out += 4) f.w = cuvil_fc_quad_c(&f, f.w, 4);
+        }
+        if (n & 3) cuvil_fc_quad_c(&f, f.w, n & 3);
     }
 }
