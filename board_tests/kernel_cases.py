@@ -856,6 +856,19 @@ def dsp_fc_1280_channels(b, x):
     return b.conv(x[0], 1280, 6, (1, 1))
 
 
+@case((1, 130, 6, 5))
+def dsp_conv_tiled_3x3_c130(b, x):
+    """3 x 3 over 130 channels: a column of 1170 values, the K-tiled path (taps of 132 values,
+    15 per tile), pads and stride 2, 5 output channels (an odd last one)"""
+    return b.conv(x[0], 130, 5, (3, 3), strides=[2, 1], pads=[1, 1, 0, 1])
+
+
+@case((1, 96, 5, 5))
+def dsp_conv_tiled_grouped_dilated(b, x):
+    """groups 2 of 48 channels, 5 x 5 dilated 2: 25 taps of 48 (1200 values), tiled"""
+    return b.conv(x[0], 96, 4, (5, 5), group=2, dilations=[2, 2], pads=[2, 2, 2, 2])
+
+
 @case((1, 2100))
 def dsp_fc_k2100(b, x):
     """FC with K' = 2104 > 2048: the row is widened on the fly (no column buffer)"""

@@ -93,6 +93,12 @@ def row_order(length: int) -> np.ndarray:
     return np.where(j < length, j, -1)
 
 
+def padded_order(length: int, seg: int) -> np.ndarray:
+    """row_order(length) padded with -1 (zeros) to seg positions."""
+    order = row_order(length)
+    return np.concatenate([order, np.full(seg - len(order), -1)])
+
+
 def arrange(values: np.ndarray, order: np.ndarray) -> np.ndarray:
     """values[..., order] with zeros where order is -1."""
     picked = values[..., np.maximum(order, 0)]
@@ -157,29 +163,36 @@ def is_pointwise_gemm(a: dict) -> bool:
 
 
 def conv_im2col(c: KernelCall, node: Node, g: Graph) -> Answer:
-    """Convolution with any groups, strides, dilations and pads whose column (kh x kw x c/groups
-    values, each kernel row rounded up to even, all to a multiple of 8) fits the 1024-value
-    stack buffer: per group, im2col + the SMLAD GEMM over that group's channel-pair streams."""
+    """Convolution with any groups, strides, dilations and pads: per group, im2col + the SMLAD
+    GEMM over that group's channel-pair streams when the column (kh x kw x c/groups values,
+    each kernel row rounded up to even, all to a multiple of 8) fits the 1024-value stack
+    buffer; else a 1 x 1 GEMM goes to the FC kernel and anything else to the K-tiled path
+    (tiles of whole taps; declined only past 2048 input channels per group)."""
     a = c.args
     oc, kh, kw, ch, groups = a["oc"], a["kh"], a["kw"], a["c"], a["groups"]
     icg, ocg = ch // groups, oc // groups
     seg = round_up(kw * icg, 2)
     kp = round_up(kh * seg, 8)
+    tile = 0
+    wq = np.asarray(a["w"].data).astype(np.int64)  # [oc][kh][kw][icg]
     if kp > COL_WORDS:
         if is_pointwise_gemm(a):  # a GEMM over the pixels: the FC kernel takes any K
             return fc_call(a, a["n"] * a["oh"] * a["ow"], ch, oc)
-        return Declined(f"im2col column of {kp} values exceeds {COL_WORDS}")
-    wq = np.asarray(a["w"].data).astype(np.int64)  # [oc][kh][kw][icg]
+        seg = round_up(icg, 4)  # the K-tiled layout: one segment per tap
+        if seg > 2 * COL_WORDS:
+            return Declined(f"a group of {icg} input channels (the tiled column takes {2 * COL_WORDS})")
+        tile, kp = 2 * COL_WORDS // seg, kh * kw * seg
+        col = arrange(wq.reshape(oc, kh * kw, icg), padded_order(icg, seg)).reshape(oc, kp)
+    else:
+        col = arrange(wq.reshape(oc, kh, kw * icg), row_order(kw * icg)).reshape(oc, kh * seg)  # per kernel row
+        col = np.concatenate([col, np.zeros((oc, kp - kh * seg), dtype=col.dtype)], axis=1)
     b = np.asarray(a["bias"].data).astype(np.int64)
     q, fastq = requant_args(a)
-    order = row_order(kw * icg)  # one kernel row
-    col = arrange(wq.reshape(oc, kh, kw * icg), order).reshape(oc, kh * seg)
-    col = np.concatenate([col, np.zeros((oc, kp - kh * seg), dtype=col.dtype)], axis=1)
     streams = [pair_streams(col[i * ocg:(i + 1) * ocg], b[i * ocg:(i + 1) * ocg], q[i * ocg:(i + 1) * ocg])
                for i in range(groups)]
     return kernel(SET, "conv2d_s8_dsp")(
         **pick(a, "in out n h wd c oh ow oc kh kw sh sw pt pl dh dw groups"),
-        w=Weight("w16", np.concatenate(streams), "int16_t"), seg=seg, kp=kp, fastq=fastq,
+        w=Weight("w16", np.concatenate(streams), "int16_t"), seg=seg, kp=kp, fastq=fastq, tile=tile,
         **dsp_tail(a["zx"], a["zy"], a["lo"], a["hi"]))
 
 

@@ -314,6 +314,80 @@ static void __attribute__((noinline)) cuvil_conv_run(struct cuvil_conv *k)
     }
 }
 
+/* ---- the K-tiled path: a column too long for the buffer ----
+ * Column layout (kset_cortex_m_dsp.conv_tiled): per tap (ky, kx) `seg` values (the group's
+ * channels, whole 4-byte groups as [b0 b2] [b1 b3], the 1-3 last in order, zeros up to a
+ * multiple of 4); taps in order ky, kx. A tile is `tile` taps; the output channels go in blocks
+ * of CUVIL_DSP_TILE_OC with their int32 sums on the stack while the tiles pass. */
+#define CUVIL_DSP_TILE_OC 128
+
+/* One tap's values (seg, a multiple of 4) of the window at (iy, ix) into d; zeros outside. */
+static uint32_t *cuvil_tap(const struct cuvil_im2col *m, uint32_t *d, int iy, int ix, int seg)
+{
+    uint32_t *end = d + (seg >> 1);
+    if (iy >= 0 && iy < m->h && ix >= 0 && ix < m->w) {
+        const int8_t *src = m->in + (long)iy * m->rowbytes + (long)ix * m->cs;
+        d = cuvil_col_words(src, d, m->c >> 2, m->nzx2);
+        if (m->c & 3) {
+            cuvil_col_tail(src + (m->c & ~3), d, m->c & 3, m->zx);
+            if ((m->c & 3) < 3) d[1] = 0u;
+            d += 2;
+        }
+    }
+    while (d < end) *d++ = 0u;
+    return end;
+}
+
+/* Output channels [o0, o0 + count) of one pixel (count even but for the layer's last odd
+ * channel), the pixel's window at (iy0, ix0): per tile, the tile's column, then SMLAD over
+ * each channel's slice of its pair stream. */
+static void cuvil_conv_tiled_block(const struct cuvil_conv *k, uint32_t *col, int iy0, int ix0, int o0, int count,
+                                   int8_t *out, int tile)
+{
+    int32_t acc[CUVIL_DSP_TILE_OC];
+    const long pair = (long)k->kp * 2 + 20;
+    const int taps = k->kh * k->m.kw, seg = k->seg;
+    for (int o = 0; o < count; o++) acc[o] = (int32_t)cuvil_ld32(k->w + ((o0 + o) >> 1) * pair + ((o0 + o) & 1) * 4);
+    for (int t0 = 0; t0 < taps; t0 += tile) {
+        const int t1 = t0 + tile < taps ? t0 + tile : taps;
+        uint32_t *d = col;
+        for (int t = t0; t < t1; t++) d = cuvil_tap(&k->m, d, iy0 + (t / k->m.kw) * k->m.dh, ix0 + (t % k->m.kw) * k->m.dw,
+                                                     seg);
+        const int groups4 = (t1 - t0) * seg >> 2; /* 4-value groups in this tile */
+        for (int o = 0; o < count; o++) {
+            const int16_t *w = k->w + ((o0 + o) >> 1) * pair + 8 + (long)t0 * seg * 2 + ((o0 + o) & 1) * 4;
+            const uint32_t *x = col;
+            uint32_t a = (uint32_t)acc[o];
+            for (int j = 0; j < groups4; j++, w += 8, x += 2)
+                a = cuvil_smlad(x[1], cuvil_ld32(w + 2), cuvil_smlad(x[0], cuvil_ld32(w), a));
+            acc[o] = (int32_t)a;
+        }
+    }
+    for (int o = 0; o < count; o++) {
+        const int16_t *q = k->w + ((o0 + o) >> 1) * pair + 8 + (long)k->kp * 2 + ((o0 + o) & 1) * 6;
+        const int32_t y = cuvil_rq(acc[o], (int32_t)cuvil_ld32(q), (int32_t)cuvil_ld32(q + 2), (int32_t)cuvil_ld32(q + 4),
+                                   k->g.zy);
+        out[o0 + o] = (int8_t)cuvil_clamp4((uint32_t)y, k->g.lo4, k->g.hi4);
+    }
+}
+
+/* The pixel loop of the tiled path for one group (k->oc channels, output stride k->g.oc). */
+static void cuvil_conv_tiled(struct cuvil_conv *k, uint32_t *col, int tile)
+{
+    for (long p = 0; p < k->pixels; p++) {
+        const long img = p / ((long)k->oh * k->ow), pix = p % ((long)k->oh * k->ow);
+        const int oy = (int)(pix / k->ow), ox = (int)(pix % k->ow);
+        struct cuvil_conv kb = *k;
+        kb.m.in = k->m.in + img * k->image;
+        for (int o0 = 0; o0 < k->oc; o0 += CUVIL_DSP_TILE_OC) {
+            const int count = k->oc - o0 < CUVIL_DSP_TILE_OC ? k->oc - o0 : CUVIL_DSP_TILE_OC;
+            cuvil_conv_tiled_block(&kb, col, oy * k->sh - k->pt, ox * k->sw - k->pl, o0, count, k->out + p * k->g.oc,
+                                   tile);
+        }
+    }
+}
+/* ---- end of the K-tiled path ---- */
+
 /* int8 2-D convolution (any groups, strides, dilations, pads), NHWC, as conv2d_s8 bit for bit:
  * per group, im2col of two output pixels into int16 (x - zx), then cuvil_gemm2x2_pairs over the
  * group's channel-pair streams of `w` (see "cuvil_dsp_gemm"; the groups' streams follow each
@@ -321,10 +395,11 @@ static void __attribute__((noinline)) cuvil_conv_run(struct cuvil_conv *k)
  * requantization shift below 33 in the layer: cuvil_rq's 64-bit form).
  * c, oc: all channels; seg: column values per kernel row (kw * c / groups, rounded up to even);
  * kp: K' (a multiple of 8, <= CUVIL_DSP_COL_WORDS); nzx2: -zx in both 16-bit halves; lo4/hi4:
- * the output clamp in every byte. */
+ * the output clamp in every byte. tile > 0: the K-tiled path (a longer column, `tile` taps of
+ * seg values at a time, see above). */
 static void conv2d_s8_dsp(const int8_t *in, int8_t *out, const int16_t *w, int n, int h, int wd, int c, int oh, int ow,
                           int oc, int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw, int groups, int seg,
-                          int kp, int fastq, uint32_t nzx2, int32_t zx, int32_t zy, uint32_t lo4, uint32_t hi4)
+                          int kp, int fastq, int tile, uint32_t nzx2, int32_t zx, int32_t zy, uint32_t lo4, uint32_t hi4)
 {
     uint32_t col[CUVIL_DSP_COL_WORDS] __attribute__((aligned(8)));
     const int icg = c / groups, ocg = oc / groups;
@@ -337,6 +412,7 @@ static void conv2d_s8_dsp(const int8_t *in, int8_t *out, const int16_t *w, int n
             {col, col + CUVIL_DSP_COL_WORDS / 2, kp >> 3, out, oc, lo4, hi4, wg + (long)(ocg >> 1) * (kp * 2 + 20), wg,
              zy},
             wg, out + gi * ocg, (long)n * oh * ow, (long)h * wd * c, oh, ow, sh, sw, pt, pl, ocg, kp, kh, seg, fastq};
-        cuvil_conv_run(&k);
+        if (tile) cuvil_conv_tiled(&k, col, tile);
+        else cuvil_conv_run(&k);
     }
 }
