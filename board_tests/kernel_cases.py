@@ -1046,9 +1046,10 @@ def reference_graph(net: Net, board: str, profile: str, precision: str, method: 
 
 
 def build(net: Net, out_dir: Path, board: str, profile: str, precision: str = "int8", method: str = "minmax",
-          jobs: int = 2) -> dict:
+          jobs: int = 2, weight_layout: str | None = None) -> dict:
     req = CompileRequest(model=net.path, board=get_board(board), profile=get_profile(profile), precision=precision,
-                         calib=str(net.calib) if precision == "int8" else None, calib_method=method, name=net.name)
+                         calib=str(net.calib) if precision == "int8" else None, calib_method=method, name=net.name,
+                         weight_layout=weight_layout)
     return do_build(req, out_dir, jobs)
 
 

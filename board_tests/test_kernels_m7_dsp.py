@@ -112,6 +112,7 @@ class Pair:
     info: dict[str, dict]  # board -> build info (manifest)
     raw: dict[str, list]  # board -> run_samples' raw int8 outputs, per output (samples, size)
     want: list  # per sample {output: int8 array}
+    samples: list  # the float samples that ran
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +127,7 @@ def grid(tmp_path_factory):
         for board in (DSP, PORTABLE):
             info[board] = kc.build(net, folder / board, board, PROFILE, "int8")
             raw[board] = run_samples(get_board(board), info[board], samples, False)["raw"]
-        return Pair(net, info, raw, [run_quantized_model(g, s)[0] for s in samples])
+        return Pair(net, info, raw, [run_quantized_model(g, s)[0] for s in samples], samples)
     return kc.Lazy(make)
 
 
@@ -196,6 +197,24 @@ def test_dsp_grid_covers_what_trained_models_produce(grid):
                 "dsp_dw_dilated", "dsp_add_bcast_channel", "dsp_add_bcast_both", "dsp_avgpool_row_300"):
         mine = [kernels[n.name] for n in g.nodes if n.name.startswith(cid + "_") and n.name in kernels]
         assert mine and set(mine) <= DSP_KERNELS, (cid, mine)
+
+
+@pytest.mark.slow
+def test_int16_weight_layout_equals_the_int8_default(grid, tmp_path):
+    """--weight-layout int16 (GEMM/FC weights pre-widened in flash) gives the same bits as the
+    default int8 layout (SXTB16 in registers) on every dsp_ case, and stores more weight bytes;
+    the default build stores GEMM/FC weights at one byte each."""
+    run = grid("dsp_paths")
+    info = kc.build(run.net, tmp_path / "w16", DSP, PROFILE, "int8", weight_layout="int16")
+    raw = run_samples(get_board(DSP), info, run.samples, False)["raw"]
+    for got, want in zip(raw, run.raw[DSP]):
+        assert np.array_equal(got, want), kc.mismatch(got, want)
+    assert run.info[DSP]["weight_layout"] == "int8" and info["weight_layout"] == "int16"
+    wide = {layer["name"]: layer["weight_bytes"] for layer in info["layers"]}
+    gemm = [layer for layer in run.info[DSP]["layers"] if layer["kernel"] in ("conv2d_s8_dsp", "fc_s8_dsp")]
+    assert all(wide[layer["name"]] > layer["weight_bytes"] for layer in gemm)
+    narrow_total, wide_total = sum(la["weight_bytes"] for la in gemm), sum(wide[la["name"]] for la in gemm)
+    assert wide_total > 1.6 * narrow_total, (narrow_total, wide_total)  # bias and requant words are shared
 
 
 # --- the example models ---------------------------------------------------------------------------

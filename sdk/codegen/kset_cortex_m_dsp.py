@@ -4,9 +4,10 @@ sdk/templates/cortex_m_dsp/.
 Python decides, per call and from compile-time shapes, whether a DSP kernel takes it and
 rewrites the portable arguments for it; the C headers only implement:
 
-- weights are re-ordered and pre-widened to int16 in flash, in the order the kernel reads
-  them (`row_order`, `gemm_weights`, the per-channel streams), so the inner loops are
-  LDM/LDRD + SMLAD;
+- weights are re-ordered in flash in the order the kernel reads them (`row_order`,
+  `gemm_weights`, the per-channel streams): the GEMM and FC weights as int8 bytes widened in
+  registers by SXTB16 (weight_layout "int8", the default) or pre-widened to int16 ("int16":
+  LDM + SMLAD, twice the bytes); depthwise weights (9 per channel) always as int16;
 - requantization constants become {M, rnd, s} per channel (`fast_requant`): for a shift
   S >= 33 a three-instruction requant (SMMLA, ASR, then + zy) that is exact for the rounding
   rule of cuvil_sdk/quant/requant.py for every int32 accumulator; for S <= 32 the 64-bit form
@@ -114,31 +115,40 @@ def gemm_weights(wk: np.ndarray, group: int) -> np.ndarray:
     return wk.reshape(-1, group, kp // 4, 4).transpose(0, 2, 1, 3).reshape(-1)
 
 
+def packed_weights(flat: np.ndarray, w8: bool) -> np.ndarray:
+    """Weights in gemm_weights order as the stream stores them: int16, or (w8) int8 with each
+    4-group as bytes [s0 s2 s1 s3] of its int16 order s, so that SXTB16 of the word gives the
+    pair [s0 s1] and SXTB16 ROR 8 the pair [s2 s3] (the column's pairs); as int16 slots."""
+    if not w8:
+        return flat.astype(np.int16)
+    return np.ascontiguousarray(flat.reshape(-1, 4)[:, [0, 2, 1, 3]].astype(np.int8)).reshape(-1).view("<i2")
+
+
 def as_int16(words: np.ndarray) -> np.ndarray:
     """int32 values as the int16 halves that hold them in memory (little-endian)."""
     return np.ascontiguousarray(words, dtype="<i4").view("<i2")
 
 
-def pair_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray) -> np.ndarray:
+def pair_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray, w8: bool) -> np.ndarray:
     """The conv GEMM's flash stream (cuvil_dsp_gemm), one block per pair of output channels:
-    [b0 b0 b1 b1] (int32), the pair's int16 weights (gemm_weights order), [M rnd s] x 2 (int32).
-    An odd channel count gets a last pair with a zero second channel."""
+    [b0 b0 b1 b1] (int32), the pair's weights (gemm_weights order, int16 or int8: packed_weights),
+    [M rnd s] x 2 (int32). An odd channel count gets a last pair with a zero second channel."""
     oc, kp = wk.shape
     pairs = round_up(oc, 2) // 2
-    w = gemm_weights(wk, 2).reshape(pairs, 2 * kp)
+    w = packed_weights(gemm_weights(wk, 2), w8).reshape(pairs, -1)
     b = pad_rows(bias.astype(np.int64), 2 * pairs).reshape(pairs, 2)
     qq = pad_rows(q.astype(np.int64), 2 * pairs).reshape(pairs, 6)
     blocks = [np.concatenate([as_int16(np.repeat(b[j], 2)), w[j], as_int16(qq[j])]) for j in range(pairs)]
     return np.concatenate(blocks).astype(np.int16)
 
 
-def quad_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray) -> np.ndarray:
+def quad_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray, w8: bool) -> np.ndarray:
     """The fully connected kernel's flash stream (fc_s8_dsp.h), one block per 4 outputs:
-    [b0 b1 b2 b3] (int32), the quad's int16 weights (gemm_weights order), [M rnd s] x 4 (int32).
-    The output count is padded to a multiple of 4 with zero rows."""
+    [b0 b1 b2 b3] (int32), the quad's weights (gemm_weights order, int16 or int8: packed_weights),
+    [M rnd s] x 4 (int32). The output count is padded to a multiple of 4 with zero rows."""
     n, kp = wk.shape
     quads = round_up(n, 4) // 4
-    w = gemm_weights(wk, 4).reshape(quads, 4 * kp)
+    w = packed_weights(gemm_weights(wk, 4), w8).reshape(quads, -1)
     b = pad_rows(bias.astype(np.int64), 4 * quads).reshape(quads, 4)
     qq = pad_rows(q.astype(np.int64), 4 * quads).reshape(quads, 12)
     blocks = [np.concatenate([as_int16(b[j]), w[j], as_int16(qq[j])]) for j in range(quads)]
@@ -162,7 +172,7 @@ def is_pointwise_gemm(a: dict) -> bool:
         (a["oh"], a["ow"]) == (a["h"], a["wd"])
 
 
-def conv_im2col(c: KernelCall, node: Node, g: Graph) -> Answer:
+def conv_im2col(c: KernelCall, node: Node, g: Graph, w8: bool) -> Answer:
     """Convolution with any groups, strides, dilations and pads: per group, im2col + the SMLAD
     GEMM over that group's channel-pair streams when the column (kh x kw x c/groups values,
     each kernel row rounded up to even, all to a multiple of 8) fits the 1024-value stack
@@ -177,7 +187,7 @@ def conv_im2col(c: KernelCall, node: Node, g: Graph) -> Answer:
     wq = np.asarray(a["w"].data).astype(np.int64)  # [oc][kh][kw][icg]
     if kp > COL_WORDS:
         if is_pointwise_gemm(a):  # a GEMM over the pixels: the FC kernel takes any K
-            return fc_call(a, a["n"] * a["oh"] * a["ow"], ch, oc)
+            return fc_call(a, a["n"] * a["oh"] * a["ow"], ch, oc, w8)
         seg = round_up(icg, 4)  # the K-tiled layout: one segment per tap
         if seg > 2 * COL_WORDS:
             return Declined(f"a group of {icg} input channels (the tiled column takes {2 * COL_WORDS})")
@@ -188,11 +198,11 @@ def conv_im2col(c: KernelCall, node: Node, g: Graph) -> Answer:
         col = np.concatenate([col, np.zeros((oc, kp - kh * seg), dtype=col.dtype)], axis=1)
     b = np.asarray(a["bias"].data).astype(np.int64)
     q, fastq = requant_args(a)
-    streams = [pair_streams(col[i * ocg:(i + 1) * ocg], b[i * ocg:(i + 1) * ocg], q[i * ocg:(i + 1) * ocg])
+    streams = [pair_streams(col[i * ocg:(i + 1) * ocg], b[i * ocg:(i + 1) * ocg], q[i * ocg:(i + 1) * ocg], w8)
                for i in range(groups)]
     return kernel(SET, "conv2d_s8_dsp")(
         **pick(a, "in out n h wd c oh ow oc kh kw sh sw pt pl dh dw groups"),
-        w=Weight("w16", np.concatenate(streams), "int16_t"), seg=seg, kp=kp, fastq=fastq, tile=tile,
+        w=Weight("w16", np.concatenate(streams), "int16_t"), seg=seg, kp=kp, fastq=fastq, tile=tile, w8=int(w8),
         **dsp_tail(a["zx"], a["zy"], a["lo"], a["hi"]))
 
 
@@ -257,17 +267,23 @@ def conv_depthwise(c: KernelCall, node: Node, g: Graph) -> Answer:
 def conv_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Depthwise (conv_depthwise) where its row kernels take it, else the grouped im2col GEMM
     (conv_im2col: groups 1, grouped, depth multipliers > 1, dilations)."""
-    return (conv_depthwise(c, node, g) if c["groups"] > 1 else None) or conv_im2col(c, node, g)
+    return (conv_depthwise(c, node, g) if c["groups"] > 1 else None) or conv_im2col(c, node, g, int8_weights(options))
 
 
 # --- fully connected ------------------------------------------------------------------------------
 def fc_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Every int8 fully connected layer: the input row becomes int16 (x - zx) once (up to
     K' = 2048; longer rows are widened on the fly), then 1 row x 4 outputs per SMLAD loop."""
-    return fc_call(c.args, c.args["rows"], c.args["k"], c.args["n"])
+    return fc_call(c.args, c.args["rows"], c.args["k"], c.args["n"], int8_weights(options))
 
 
-def fc_call(a: dict, rows: int, k: int, n: int) -> KernelCall:
+def int8_weights(options) -> bool:
+    """The build's weight layout (CodegenOptions.weight_layout: --weight-layout, else the board's
+    `weight_layout`): int8 bytes in flash (the default), or int16 pre-widened."""
+    return getattr(options, "weight_layout", "int8") != "int16"
+
+
+def fc_call(a: dict, rows: int, k: int, n: int, w8: bool) -> KernelCall:
     """fc_s8_dsp for `rows` rows of k inputs and n outputs, weights a["w"] as [n][k]."""
     kp = round_up(k, 8)
     wq = np.asarray(a["w"].data).astype(np.int64).reshape(n, k)
@@ -276,7 +292,7 @@ def fc_call(a: dict, rows: int, k: int, n: int) -> KernelCall:
     col = arrange(wq, row_order(k))
     col = np.concatenate([col, np.zeros((n, kp - col.shape[1]), dtype=col.dtype)], axis=1)
     return kernel(SET, "fc_s8_dsp")(**pick(a, "in out"), rows=rows, k=k, n=n,
-                                    w=Weight("w16", quad_streams(col, b, q), "int16_t"), kp=kp, fastq=fastq,
+                                    w=Weight("w16", quad_streams(col, b, q, w8), "int16_t"), kp=kp, fastq=fastq, w8=int(w8),
                                     **dsp_tail(a["zx"], a["zy"], a["lo"], a["hi"]))
 
 

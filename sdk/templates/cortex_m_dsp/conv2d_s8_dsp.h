@@ -11,6 +11,7 @@
  *  - one flash stream per pair of output channels (2j, 2j+1), 32-bit aligned:
  *      [bias 2j, bias 2j, bias 2j+1, bias 2j+1]                                  4 words
  *      K'/4 groups of [4 int16 weights of oc 2j][4 int16 weights of oc 2j+1]     K' words
+ *        (int8 weights, w8: [4 int8 of oc 2j][4 int8 of oc 2j+1]                 K'/2 words)
  *      [M, rnd, s of oc 2j][M, rnd, s of oc 2j+1]   (cuvil_rq)                   6 words
  *    an odd channel count ends with a pair whose second channel is all zero.
  * One SMLAD multiplies a pair of column values by a pair of weights: 2 MACs. */
@@ -27,100 +28,129 @@ struct cuvil_gemm {
     const int16_t *end;  /* 28: stream end of the full pairs */
     const int16_t *w;    /* 32: stream position */
     int32_t zy;          /* 36: output zero point */
+    int32_t w8;          /* 40: 1: int8 weights (CUVIL_GEMM_K4_W8), 0: int16 */
 };
 
+/* Per 4 column values, int16 weights: LDM of [4 of oc 2j][4 of oc 2j+1], 8 SMLAD. */
+#define CUVIL_GEMM_K4_W16                     \
+    "ldmia r1!, {r4, r5, r6, r7}\n\t"         \
+    "ldrd lr, r0, [r3], #8\n\t"               \
+    "smlad r8, lr, r4, r8\n\t"                \
+    "smlad r8, r0, r5, r8\n\t"                \
+    "smlad r10, lr, r6, r10\n\t"              \
+    "smlad r10, r0, r7, r10\n\t"              \
+    "ldrd lr, r0, [r2], #8\n\t"               \
+    "smlad r9, lr, r4, r9\n\t"                \
+    "smlad r9, r0, r5, r9\n\t"                \
+    "smlad r11, lr, r6, r11\n\t"              \
+    "smlad r11, r0, r7, r11\n\t"
+/* Per 4 column values, int8 weights: LDRD of [4 bytes of oc 2j][4 of oc 2j+1], widened by
+ * SXTB16 (bytes 0, 2) and SXTB16 ROR 8 (bytes 1, 3) to the column's pairs, 8 SMLAD. */
+#define CUVIL_GEMM_K4_W8                      \
+    "ldrd r4, r5, [r1], #8\n\t"               \
+    "sxtb16 r6, r4\n\t"                       \
+    "sxtb16 r4, r4, ror #8\n\t"               \
+    "sxtb16 r7, r5\n\t"                       \
+    "sxtb16 r5, r5, ror #8\n\t"               \
+    "ldrd lr, r0, [r3], #8\n\t"               \
+    "smlad r8, lr, r6, r8\n\t"                \
+    "smlad r8, r0, r4, r8\n\t"                \
+    "smlad r10, lr, r7, r10\n\t"              \
+    "smlad r10, r0, r5, r10\n\t"              \
+    "ldrd lr, r0, [r2], #8\n\t"               \
+    "smlad r9, lr, r6, r9\n\t"                \
+    "smlad r9, r0, r4, r9\n\t"                \
+    "smlad r11, lr, r7, r11\n\t"              \
+    "smlad r11, r0, r5, r11\n\t"
+
 /* Two pixels x every full pair of output channels: bias, 2x2 SMLAD blocks over K' (8 values
- * per iteration), requantization, clamp and two 16-bit stores per pair, all in registers. */
+ * per iteration: K4 twice), requantization (+ zy), clamp and two 16-bit stores per pair, all in
+ * registers. The block needs 14 registers. r7 is the Thumb frame pointer at -O0 or with
+ * -fno-omit-frame-pointer, where GCC refuses it as a clobber: the block saves it itself,
+ * together with g (r2 holds pixel 1's column in the inner loop), and reads g back from [sp]. */
+#define CUVIL_GEMM_PAIRS(K4)                  \
+    "push {r2, r7}\n\t"                       \
+    "2:\n\t"                                  \
+    "ldmia r1!, {r8, r9, r10, r11}\n\t"       \
+    "ldr r12, [r2, #8]\n\t"                   \
+    "ldrd r3, r2, [r2, #0]\n\t"               \
+    "1:\n\t"                                  \
+    K4 K4                                     \
+    "subs r12, r12, #1\n\t"                   \
+    "bne 1b\n\t"                              \
+    "ldr r2, [sp]\n\t"                        \
+    "ldr r12, [r2, #36]\n\t"                  \
+    "ldmia r1!, {r0, r3, r4, r5, r6, r7}\n\t" \
+    "smmla r8, r8, r0, r3\n\t"                \
+    "smmla r9, r9, r0, r3\n\t"                \
+    "smmla r10, r10, r5, r6\n\t"              \
+    "smmla r11, r11, r5, r6\n\t"              \
+    "asr r8, r8, r4\n\t"                      \
+    "asr r9, r9, r4\n\t"                      \
+    "asr r10, r10, r7\n\t"                    \
+    "asr r11, r11, r7\n\t"                    \
+    "add r8, r8, r12\n\t"                     \
+    "add r9, r9, r12\n\t"                     \
+    "add r10, r10, r12\n\t"                   \
+    "add r11, r11, r12\n\t"                   \
+    "ssat r8, #8, r8\n\t"                     \
+    "ssat r9, #8, r9\n\t"                     \
+    "ssat r10, #8, r10\n\t"                   \
+    "ssat r11, #8, r11\n\t"                   \
+    "bfi r8, r10, #8, #8\n\t"                 \
+    "bfi r8, r9, #16, #8\n\t"                 \
+    "bfi r8, r11, #24, #8\n\t"                \
+    "ldrd r0, r3, [r2, #20]\n\t"              \
+    "ssub8 r4, r8, r0\n\t"                    \
+    "sel r8, r8, r0\n\t"                      \
+    "ssub8 r4, r3, r8\n\t"                    \
+    "sel r8, r8, r3\n\t"                      \
+    "ldrd r0, r3, [r2, #12]\n\t"              \
+    "lsr r4, r8, #16\n\t"                     \
+    "strh r4, [r0, r3]\n\t"                   \
+    "strh r8, [r0], #2\n\t"                   \
+    "str r0, [r2, #12]\n\t"                   \
+    "ldr r0, [r2, #28]\n\t"                   \
+    "cmp r1, r0\n\t"                          \
+    "bne 2b\n\t"                              \
+    "pop {r2, r7}"
+
 static void __attribute__((noinline)) cuvil_gemm2x2_pairs(struct cuvil_gemm *g)
 {
     register const int16_t *w __asm__("r1") = g->w;
     register struct cuvil_gemm *gr __asm__("r2") = g;
-    /* The block needs 14 registers. r7 is the Thumb frame pointer at -O0 or with
-     * -fno-omit-frame-pointer, where GCC refuses it as a clobber: the block saves it itself,
-     * together with g (r2 holds pixel 1's column in the inner loop), and reads g back from [sp]. */
-    __asm__ volatile(
-        "push {r2, r7}\n\t"
-        "2:\n\t"
-        "ldmia r1!, {r8, r9, r10, r11}\n\t"
-        "ldr r12, [r2, #8]\n\t"
-        "ldrd r3, r2, [r2, #0]\n\t"
-        "1:\n\t"
-        "ldmia r1!, {r4, r5, r6, r7}\n\t"
-        "ldrd lr, r0, [r3], #8\n\t"
-        "smlad r8, lr, r4, r8\n\t"
-        "smlad r8, r0, r5, r8\n\t"
-        "smlad r10, lr, r6, r10\n\t"
-        "smlad r10, r0, r7, r10\n\t"
-        "ldrd lr, r0, [r2], #8\n\t"
-        "smlad r9, lr, r4, r9\n\t"
-        "smlad r9, r0, r5, r9\n\t"
-        "smlad r11, lr, r6, r11\n\t"
-        "smlad r11, r0, r7, r11\n\t"
-        "ldmia r1!, {r4, r5, r6, r7}\n\t"
-        "ldrd lr, r0, [r3], #8\n\t"
-        "smlad r8, lr, r4, r8\n\t"
-        "smlad r8, r0, r5, r8\n\t"
-        "smlad r10, lr, r6, r10\n\t"
-        "smlad r10, r0, r7, r10\n\t"
-        "ldrd lr, r0, [r2], #8\n\t"
-        "smlad r9, lr, r4, r9\n\t"
-        "smlad r9, r0, r5, r9\n\t"
-        "smlad r11, lr, r6, r11\n\t"
-        "smlad r11, r0, r7, r11\n\t"
-        "subs r12, r12, #1\n\t"
-        "bne 1b\n\t"
-        "ldr r2, [sp]\n\t"
-        "ldr r12, [r2, #36]\n\t"
-        "ldmia r1!, {r0, r3, r4, r5, r6, r7}\n\t"
-        "smmla r8, r8, r0, r3\n\t"
-        "smmla r9, r9, r0, r3\n\t"
-        "smmla r10, r10, r5, r6\n\t"
-        "smmla r11, r11, r5, r6\n\t"
-        "asr r8, r8, r4\n\t"
-        "asr r9, r9, r4\n\t"
-        "asr r10, r10, r7\n\t"
-        "asr r11, r11, r7\n\t"
-        "add r8, r8, r12\n\t"
-        "add r9, r9, r12\n\t"
-        "add r10, r10, r12\n\t"
-        "add r11, r11, r12\n\t"
-        "ssat r8, #8, r8\n\t"
-        "ssat r9, #8, r9\n\t"
-        "ssat r10, #8, r10\n\t"
-        "ssat r11, #8, r11\n\t"
-        "bfi r8, r10, #8, #8\n\t"
-        "bfi r8, r9, #16, #8\n\t"
-        "bfi r8, r11, #24, #8\n\t"
-        "ldrd r0, r3, [r2, #20]\n\t"
-        "ssub8 r4, r8, r0\n\t"
-        "sel r8, r8, r0\n\t"
-        "ssub8 r4, r3, r8\n\t"
-        "sel r8, r8, r3\n\t"
-        "ldrd r0, r3, [r2, #12]\n\t"
-        "lsr r4, r8, #16\n\t"
-        "strh r4, [r0, r3]\n\t"
-        "strh r8, [r0], #2\n\t"
-        "str r0, [r2, #12]\n\t"
-        "ldr r0, [r2, #28]\n\t"
-        "cmp r1, r0\n\t"
-        "bne 2b\n\t"
-        "pop {r2, r7}"
-        : "+r"(w)
-        : "r"(gr)
-        : "r0", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+    __asm__ volatile(CUVIL_GEMM_PAIRS(CUVIL_GEMM_K4_W16)
+                     : "+r"(w)
+                     : "r"(gr)
+                     : "r0", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+    g->w = w;
+}
+
+static void __attribute__((noinline)) cuvil_gemm2x2_pairs_w8(struct cuvil_gemm *g)
+{
+    register const int16_t *w __asm__("r1") = g->w;
+    register struct cuvil_gemm *gr __asm__("r2") = g;
+    __asm__ volatile(CUVIL_GEMM_PAIRS(CUVIL_GEMM_K4_W8)
+                     : "+r"(w)
+                     : "r"(gr)
+                     : "r0", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
     g->w = w;
 }
 
 /* The portable-speed path of the same stream for what cuvil_gemm2x2_pairs does not do: one
  * pair (the last of an odd channel count: its second channel is not stored) for one or two
- * pixels (`two`). Returns the stream position after the pair. */
+ * pixels (`two`), or every pair of a layer with a shift below 33. Returns the stream position
+ * after the pair. */
 static const int16_t *cuvil_gemm_pair_c(const int16_t *w, const struct cuvil_gemm *g, int two, int both)
 {
     int32_t a[4];
     for (int i = 0; i < 4; i++, w += 2) a[i] = (int32_t)cuvil_ld32(w);
     const uint32_t *p0 = g->col0, *p1 = g->col1;
-    for (int k = 0; k < 2 * g->n8; k++, w += 8, p0 += 2, p1 += 2) {
-        const uint32_t w0 = cuvil_ld32(w), w1 = cuvil_ld32(w + 2), w2 = cuvil_ld32(w + 4), w3 = cuvil_ld32(w + 6);
+    const int step = g->w8 ? 2 : 4; /* int16 slots per channel per 4 column values */
+    for (int k = 0; k < 2 * g->n8; k++, w += 2 * step, p0 += 2, p1 += 2) {
+        uint32_t w0, w1, w2, w3;
+        cuvil_w4(w, g->w8, &w0, &w1);
+        cuvil_w4(w + step, g->w8, &w2, &w3);
         a[0] = (int32_t)cuvil_smlad(p0[1], w1, cuvil_smlad(p0[0], w0, (uint32_t)a[0]));
         a[2] = (int32_t)cuvil_smlad(p0[1], w3, cuvil_smlad(p0[0], w2, (uint32_t)a[2]));
         if (two) {
@@ -306,7 +336,8 @@ static void __attribute__((noinline)) cuvil_conv_run(struct cuvil_conv *k)
         k->g.out = k->out + p * k->g.oc;
         k->g.w = k->w;
         if (two && full > 0 && k->fastq) {
-            cuvil_gemm2x2_pairs(&k->g);
+            if (k->g.w8) cuvil_gemm2x2_pairs_w8(&k->g);
+            else cuvil_gemm2x2_pairs(&k->g);
         } else {
             for (int j = 0; j < full; j++, k->g.out += 2) k->g.w = cuvil_gemm_pair_c(k->g.w, &k->g, two, 1);
         }
@@ -345,7 +376,8 @@ static void cuvil_conv_tiled_block(const struct cuvil_conv *k, uint32_t *col, in
                                    int8_t *out, int tile)
 {
     int32_t acc[CUVIL_DSP_TILE_OC];
-    const long pair = (long)k->kp * 2 + 20;
+    const int w8 = k->g.w8, step = w8 ? 2 : 4; /* int16 slots per channel per 4 values */
+    const long pair = (long)k->kp * (w8 ? 1 : 2) + 20;
     const int taps = k->kh * k->m.kw, seg = k->seg;
     for (int o = 0; o < count; o++) acc[o] = (int32_t)cuvil_ld32(k->w + ((o0 + o) >> 1) * pair + ((o0 + o) & 1) * 4);
     for (int t0 = 0; t0 < taps; t0 += tile) {
@@ -355,16 +387,20 @@ static void cuvil_conv_tiled_block(const struct cuvil_conv *k, uint32_t *col, in
                                                      seg);
         const int groups4 = (t1 - t0) * seg >> 2; /* 4-value groups in this tile */
         for (int o = 0; o < count; o++) {
-            const int16_t *w = k->w + ((o0 + o) >> 1) * pair + 8 + (long)t0 * seg * 2 + ((o0 + o) & 1) * 4;
+            const int16_t *w = k->w + ((o0 + o) >> 1) * pair + 8 + (long)(t0 * seg >> 2) * 2 * step +
+                               ((o0 + o) & 1) * step;
             const uint32_t *x = col;
             uint32_t a = (uint32_t)acc[o];
-            for (int j = 0; j < groups4; j++, w += 8, x += 2)
-                a = cuvil_smlad(x[1], cuvil_ld32(w + 2), cuvil_smlad(x[0], cuvil_ld32(w), a));
+            for (int j = 0; j < groups4; j++, w += 2 * step, x += 2) {
+                uint32_t lo, hi;
+                cuvil_w4(w, w8, &lo, &hi);
+                a = cuvil_smlad(x[1], hi, cuvil_smlad(x[0], lo, a));
+            }
             acc[o] = (int32_t)a;
         }
     }
     for (int o = 0; o < count; o++) {
-        const int16_t *q = k->w + ((o0 + o) >> 1) * pair + 8 + (long)k->kp * 2 + ((o0 + o) & 1) * 6;
+        const int16_t *q = k->w + ((o0 + o) >> 1) * pair + 8 + (long)k->kp * (w8 ? 1 : 2) + ((o0 + o) & 1) * 6;
         const int32_t y = cuvil_rq(acc[o], (int32_t)cuvil_ld32(q), (int32_t)cuvil_ld32(q + 2), (int32_t)cuvil_ld32(q + 4),
                                    k->g.zy);
         out[o0 + o] = (int8_t)cuvil_clamp4((uint32_t)y, k->g.lo4, k->g.hi4);
@@ -396,21 +432,22 @@ static void cuvil_conv_tiled(struct cuvil_conv *k, uint32_t *col, int tile)
  * c, oc: all channels; seg: column values per kernel row (kw * c / groups, rounded up to even);
  * kp: K' (a multiple of 8, <= CUVIL_DSP_COL_WORDS); nzx2: -zx in both 16-bit halves; lo4/hi4:
  * the output clamp in every byte. tile > 0: the K-tiled path (a longer column, `tile` taps of
- * seg values at a time, see above). */
+ * seg values at a time, see above). w8: the weights are int8 (else int16) in the streams. */
 static void conv2d_s8_dsp(const int8_t *in, int8_t *out, const int16_t *w, int n, int h, int wd, int c, int oh, int ow,
                           int oc, int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw, int groups, int seg,
-                          int kp, int fastq, int tile, uint32_t nzx2, int32_t zx, int32_t zy, uint32_t lo4, uint32_t hi4)
+                          int kp, int fastq, int tile, int w8, uint32_t nzx2, int32_t zx, int32_t zy, uint32_t lo4,
+                          uint32_t hi4)
 {
     uint32_t col[CUVIL_DSP_COL_WORDS] __attribute__((aligned(8)));
     const int icg = c / groups, ocg = oc / groups;
-    const long stream = (long)((ocg + 1) >> 1) * (kp * 2 + 20); /* int16 values per group */
+    const long pair = (long)kp * (w8 ? 1 : 2) + 20; /* int16 slots per channel pair */
+    const long stream = (long)((ocg + 1) >> 1) * pair; /* per group */
     for (int gi = 0; gi < groups; gi++) {
         const int16_t *wg = w + gi * stream;
         struct cuvil_conv k = {
             {in + gi * icg, h, wd, icg, kh, kw, seg, (kw * icg) >> 2, (kw * icg) & 3, (long)wd * c, nzx2, zx, c, dh,
              dw},
-            {col, col + CUVIL_DSP_COL_WORDS / 2, kp >> 3, out, oc, lo4, hi4, wg + (long)(ocg >> 1) * (kp * 2 + 20), wg,
-             zy},
+            {col, col + CUVIL_DSP_COL_WORDS / 2, kp >> 3, out, oc, lo4, hi4, wg + (long)(ocg >> 1) * pair, wg, zy, w8},
             wg, out + gi * ocg, (long)n * oh * ow, (long)h * wd * c, oh, ow, sh, sw, pt, pl, ocg, kp, kh, seg, fastq};
         if (tile) cuvil_conv_tiled(&k, col, tile);
         else cuvil_conv_run(&k);

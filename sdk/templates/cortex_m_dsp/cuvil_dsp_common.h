@@ -25,11 +25,38 @@ static inline uint32_t cuvil_sxtab16_r8(uint32_t a, uint32_t x)
     __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
     return r;
 }
+/* Sign-extended bytes 0 and 2 of x (two 16-bit lanes); _r8: bytes 1 and 3 (int8 weights). */
+static inline uint32_t cuvil_sxtb16(uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(x));
+    return r;
+}
+static inline uint32_t cuvil_sxtb16_r8(uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+}
 static inline uint32_t cuvil_smlad(uint32_t x, uint32_t y, uint32_t acc)
 {
     uint32_t r;
     __asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(x), "r"(y), "r"(acc));
     return r;
+}
+
+/* The 4 weights of one channel for 4 column values as the column's two int16 pairs: int16
+ * weights are stored that way, int8 ones as 4 bytes widened by SXTB16 (bytes 0, 2; 1, 3). */
+static inline void cuvil_w4(const int16_t *w, int w8, uint32_t *lo, uint32_t *hi)
+{
+    if (w8) {
+        const uint32_t v = cuvil_ld32(w);
+        *lo = cuvil_sxtb16(v);
+        *hi = cuvil_sxtb16_r8(v);
+    } else {
+        *lo = cuvil_ld32(w);
+        *hi = cuvil_ld32(w + 2);
+    }
 }
 
 /* The rounding rule of cuvil_requant for any multiplier and shift S in [1, 62], exact for every
