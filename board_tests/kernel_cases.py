@@ -912,6 +912,18 @@ def dsp_avgpool_row_300(b, x):
     return b.op("AveragePool", x, kernel_shape=[1, 300])
 
 
+@case((1, 1, 33000), ranges=((-6.0, 6.0),))
+def dsp_softmax_wide_rows(b, x):
+    """a row of 33000 values: the 64-bit sums of softmax_s8_dsp (2^15 values or more)"""
+    return b.op("Softmax", x, axis=-1)
+
+
+@case((3, 7, 13), ranges=((-6.0, 6.0),))
+def dsp_softmax_rows(b, x):
+    """rows of 13: 32-bit sums and UDIV"""
+    return b.op("Softmax", x, axis=-1)
+
+
 def ids_with(prefix: str) -> list[str]:
     return [c for c in CASES if c.startswith(prefix)]
 

@@ -37,7 +37,7 @@ TOOLS = ["arm-none-eabi-gcc", "arm-none-eabi-objcopy", "qemu-system-arm", "scons
 TEMPLATES = kc.ROOT / "sdk" / "templates" / "cortex_m_dsp"
 GROUPS = {**kc.M7_GROUPS, "dsp_paths": kc.ids_with("dsp_")}
 DSP_KERNELS = {"conv2d_s8_dsp", "conv2d_s8_dsp_dw", "conv2d_s8_dsp_dw3x3", "fc_s8_dsp", "maxpool_s8_dsp",
-               "avgpool_s8_dsp", "add_s8_dsp"}
+               "avgpool_s8_dsp", "add_s8_dsp", "softmax_s8_dsp"}
 FLOAT_SAMPLES, INT8_SAMPLES = 3, 3
 RNG = np.random.default_rng(11)
 
@@ -257,3 +257,26 @@ def test_example_model_dsp_equals_portable_equals_reference(calib_files, model, 
     for got_dsp, got_portable, ref in zip(outputs[DSP], outputs[PORTABLE], want):
         assert np.array_equal(got_dsp, got_portable), kc.mismatch(got_dsp, got_portable)
         assert np.array_equal(got_portable, ref), kc.mismatch(got_portable, ref)
+
+
+@pytest.mark.slow
+def test_channels_last_input_removes_the_transpose(calib_files, tmp_path):
+    """--input-layout nhwc on ResNet-8: the input takes N,H,W,C data, no transpose runs on the
+    device, and the outputs equal those of the NCHW build fed the same images."""
+    from cuvil_sdk.commands import do_build
+    nchw = np.load(calib_files / "resnet8.npy")
+    np.save(tmp_path / "calib_nhwc.npy", nchw.transpose(0, 2, 3, 1))
+    x = np.random.default_rng(8).random((2, 3, 32, 32), dtype=np.float32)
+    raw, layers = {}, {}
+    for layout, calib, data in (("nchw", calib_files / "resnet8.npy", x),
+                                ("nhwc", tmp_path / "calib_nhwc.npy", x.transpose(0, 2, 3, 1))):
+        req = request("resnet8_fp32.onnx", DSP, PROFILE, calib)
+        req.input_layout = layout
+        info = do_build(req, tmp_path / layout, 2)
+        assert info["inputs"][0]["shape"] == [1, *data.shape[1:]]
+        name = info["inputs"][0]["name"]
+        raw[layout] = run_samples(req.board, info, [{name: data[i:i + 1]} for i in range(2)], False)["raw"]
+        layers[layout] = [layer["op"] for layer in info["layers"]]
+    assert "Transpose" in layers["nchw"] and "Transpose" not in layers["nhwc"]
+    for got, want in zip(raw["nhwc"], raw["nchw"]):
+        assert np.array_equal(got, want), kc.mismatch(got, want)

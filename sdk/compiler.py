@@ -18,6 +18,7 @@ from .errors import CuvilError, UsageError
 from .frontend import load_model
 from .ir import Graph
 from .passes import optimize
+from .passes.layout import inputs_channels_last
 from .planner import plan_arena
 from .plugins import load_plugins
 from .profiles import Profile
@@ -45,6 +46,7 @@ class CompileRequest:
     debug_dump: bool = False  # a debug build that hands every layer's output to <name>_debug_dump
     plugins: list[str] = field(default_factory=list)  # plugin files or modules (sdk/plugins.py)
     weight_layout: str | None = None  # --weight-layout; None: the board's `weight_layout` (default "int8")
+    input_layout: str = "nchw"  # --input-layout nhwc: 4-D inputs take channels-last data (no transpose on the device)
 
 
 def choose_precision(req: CompileRequest) -> str:
@@ -79,6 +81,8 @@ def check_threads(req: CompileRequest) -> int:
 def frontend_and_passes(req: CompileRequest) -> Graph:
     load_plugins(req.plugins)  # a no-op for those already loaded
     g = load_model(req.model, req.profile, req.board, req.input_shapes)
+    if req.input_layout == "nhwc":
+        inputs_channels_last(g)
     optimize(g)
     return g
 

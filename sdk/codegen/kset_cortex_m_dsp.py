@@ -18,9 +18,8 @@ rewrites the portable arguments for it; the C headers only implement:
   sum is the portable kernel's sum over valid taps, exactly.
 
 A rule declines (Declined, with the reason the build reports) only when its kernel cannot
-reproduce the portable result for the call (a convolution column longer than the kernel's
-stack buffer); the call then falls back to the portable kernel. Each rule's docstring says
-when it applies.
+take the call (today: a convolution group of more than 2048 input channels); the call then
+falls back to the portable kernel. Each rule's docstring says when it applies.
 Every kernel here is bit-identical to its portable counterpart (board_tests/test_kernels_m7_dsp.py).
 """
 from __future__ import annotations
@@ -342,8 +341,14 @@ def add_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
                                      lo4=bytes4(int(a["lo"])), hi4=bytes4(int(a["hi"])))
 
 
+def softmax_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
+    """Every int8 softmax: 32-bit sums and UDIV where a row has fewer than 2^15 values (exact:
+    the table's values are <= 2^16), the 64-bit form beyond."""
+    return kernel(SET, "softmax_s8_dsp")(**c.args, wide=int(c["cols"] >= 1 << 15))
+
+
 @register_kernel_set
 class CortexMDsp(KernelSet):
     name = SET
     rules = {"conv2d_s8": conv_rule, "fc_s8": fc_rule, "maxpool_s8": maxpool_rule,
-             "avgpool_s8": avgpool_rule, "add_s8": add_rule}
+             "avgpool_s8": avgpool_rule, "add_s8": add_rule, "softmax_s8": softmax_rule}

@@ -21,3 +21,5 @@ declare(SET, "conv2d_s8_dsp_dw3x3", In("in", "int8_t"), Out("out", "int8_t"), W(
 declare(SET, "fc_s8_dsp", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int16_t"), *I("rows k n kp fastq w8"),
         *I("nzx2", "uint32_t"), *I("zx zy", "int32_t"), *I("lo4 hi4", "uint32_t"))
 declare(SET, "maxpool_s8_dsp", In("in", "int8_t"), Out("out", "int8_t"), *I("n h w c oh ow kh kw sh sw pt pl"))
+declare(SET, "softmax_s8_dsp", In("in", "int8_t"), Out("out", "int8_t"), *I("rows cols"), W("exp_table", "int32_t"),
+        *I("wide"))

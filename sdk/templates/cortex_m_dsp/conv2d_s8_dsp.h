@@ -115,27 +115,8 @@ struct cuvil_gemm {
     "bne 2b\n\t"                              \
     "pop {r2, r7}"
 
-static void __attribute__((noinline)) cuvil_gemm2x2_pairs(struct cuvil_gemm *g)
-{
-    register const int16_t *w __asm__("r1") = g->w;
-    register struct cuvil_gemm *gr __asm__("r2") = g;
-    __asm__ volatile(CUVIL_GEMM_PAIRS(CUVIL_GEMM_K4_W16)
-                     : "+r"(w)
-                     : "r"(gr)
-                     : "r0", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-    g->w = w;
-}
-
-static void __attribute__((noinline)) cuvil_gemm2x2_pairs_w8(struct cuvil_gemm *g)
-{
-    register const int16_t *w __asm__("r1") = g->w;
-    register struct cuvil_gemm *gr __asm__("r2") = g;
-    __asm__ volatile(CUVIL_GEMM_PAIRS(CUVIL_GEMM_K4_W8)
-                     : "+r"(w)
-                     : "r"(gr)
-                     : "r0", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-    g->w = w;
-}
+CUVIL_ASM_STREAM_FN(cuvil_gemm2x2_pairs, struct cuvil_gemm, CUVIL_GEMM_PAIRS(CUVIL_GEMM_K4_W16))
+CUVIL_ASM_STREAM_FN(cuvil_gemm2x2_pairs_w8, struct cuvil_gemm, CUVIL_GEMM_PAIRS(CUVIL_GEMM_K4_W8))
 
 /* The portable-speed path of the same stream for what cuvil_gemm2x2_pairs does not do: one
  * pair (the last of an odd channel count: its second channel is not stored) for one or two

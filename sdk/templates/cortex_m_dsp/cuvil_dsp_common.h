@@ -80,6 +80,20 @@ static inline int32_t cuvil_rq(int32_t acc, int32_t m, int32_t rnd, int32_t s, i
     return r;
 }
 
+/* A noinline function around an assembly block that walks a weight stream: the stream
+ * position (field w of the TYPE struct) in r1, the struct in r2, r7 saved by the block itself. */
+#define CUVIL_ASM_STREAM_FN(NAME, TYPE, BLOCK)                                                                 \
+    static void __attribute__((noinline)) NAME(TYPE *s)                                                        \
+    {                                                                                                          \
+        register const int16_t *w __asm__("r1") = s->w;                                                        \
+        register TYPE *sr __asm__("r2") = s;                                                                   \
+        __asm__ volatile(BLOCK                                                                                 \
+                         : "+r"(w)                                                                             \
+                         : "r"(sr)                                                                             \
+                         : "r0", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory"); \
+        s->w = w;                                                                                              \
+    }
+
 /* Four int8 lanes clamped to [lo, hi] (lo4/hi4: the bound in every byte). */
 static inline uint32_t cuvil_clamp4(uint32_t v, uint32_t lo4, uint32_t hi4)
 {

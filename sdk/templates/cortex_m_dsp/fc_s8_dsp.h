@@ -25,19 +25,8 @@ struct cuvil_fc {
     int32_t w8;          /* 36: 1: int8 weights (CUVIL_FC_K8_W8), 0: int16 */
 };
 
-/* Per 8 column values, int16 weights: 2 x (LDRD of the column, 2 LDM of 4 outputs' pairs, 8 SMLAD). */
-#define CUVIL_FC_K8_W16                       \
-    "ldrd lr, r0, [r3], #8\n\t"               \
-    "ldmia r1!, {r4, r5, r6, r7}\n\t"         \
-    "smlad r8, lr, r4, r8\n\t"                \
-    "smlad r8, r0, r5, r8\n\t"                \
-    "smlad r9, lr, r6, r9\n\t"                \
-    "smlad r9, r0, r7, r9\n\t"                \
-    "ldmia r1!, {r4, r5, r6, r7}\n\t"         \
-    "smlad r10, lr, r4, r10\n\t"              \
-    "smlad r10, r0, r5, r10\n\t"              \
-    "smlad r11, lr, r6, r11\n\t"              \
-    "smlad r11, r0, r7, r11\n\t"              \
+/* Per 4 column values, int16 weights: LDRD of the column, 2 LDM of 4 outputs' pairs, 8 SMLAD. */
+#define CUVIL_FC_K4_W16                       \
     "ldrd lr, r0, [r3], #8\n\t"               \
     "ldmia r1!, {r4, r5, r6, r7}\n\t"         \
     "smlad r8, lr, r4, r8\n\t"                \
@@ -49,6 +38,7 @@ struct cuvil_fc {
     "smlad r10, r0, r5, r10\n\t"              \
     "smlad r11, lr, r6, r11\n\t"              \
     "smlad r11, r0, r7, r11\n\t"
+#define CUVIL_FC_K8_W16 CUVIL_FC_K4_W16 CUVIL_FC_K4_W16
 /* Two outputs' 4 int8 weights (LDRD), widened by SXTB16 / SXTB16 ROR 8, into accumulators A, B. */
 #define CUVIL_FC_TWO_W8(A, B)                 \
     "ldrd r4, r5, [r1], #8\n\t"               \
@@ -60,13 +50,11 @@ struct cuvil_fc {
     "smlad " A ", r0, r4, " A "\n\t"          \
     "smlad " B ", lr, r7, " B "\n\t"          \
     "smlad " B ", r0, r5, " B "\n\t"
-#define CUVIL_FC_K8_W8                        \
-    "ldrd lr, r0, [r3], #8\n\t"               \
-    CUVIL_FC_TWO_W8("r8", "r9")               \
-    CUVIL_FC_TWO_W8("r10", "r11")             \
+#define CUVIL_FC_K4_W8                        \
     "ldrd lr, r0, [r3], #8\n\t"               \
     CUVIL_FC_TWO_W8("r8", "r9")               \
     CUVIL_FC_TWO_W8("r10", "r11")
+#define CUVIL_FC_K8_W8 CUVIL_FC_K4_W8 CUVIL_FC_K4_W8
 
 /* Every full quad of outputs: bias, 1x4 SMLAD blocks over K' (8 values per iteration),
  * requantization (+ zy), clamp and one 32-bit store per quad, all in registers. The block
@@ -116,27 +104,8 @@ struct cuvil_fc {
     "bne 2b\n\t"                              \
     "pop {r7}"
 
-static void __attribute__((noinline)) cuvil_fc_quads(struct cuvil_fc *f)
-{
-    register const int16_t *w __asm__("r1") = f->w;
-    register struct cuvil_fc *fr __asm__("r2") = f;
-    __asm__ volatile(CUVIL_FC_QUADS(CUVIL_FC_K8_W16)
-                     : "+r"(w)
-                     : "r"(fr)
-                     : "r0", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-    f->w = w;
-}
-
-static void __attribute__((noinline)) cuvil_fc_quads_w8(struct cuvil_fc *f)
-{
-    register const int16_t *w __asm__("r1") = f->w;
-    register struct cuvil_fc *fr __asm__("r2") = f;
-    __asm__ volatile(CUVIL_FC_QUADS(CUVIL_FC_K8_W8)
-                     : "+r"(w)
-                     : "r"(fr)
-                     : "r0", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-    f->w = w;
-}
+CUVIL_ASM_STREAM_FN(cuvil_fc_quads, struct cuvil_fc, CUVIL_FC_QUADS(CUVIL_FC_K8_W16))
+CUVIL_ASM_STREAM_FN(cuvil_fc_quads_w8, struct cuvil_fc, CUVIL_FC_QUADS(CUVIL_FC_K8_W8))
 
 /* The quad's requantization (stream at w: [M, rnd, s] x 4), clamp and `count` stores. */
 static void cuvil_fc_store(const struct cuvil_fc *f, const int16_t *w, const int32_t *a, int count)
