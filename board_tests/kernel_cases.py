@@ -918,7 +918,7 @@ def dsp_softmax_wide_rows(b, x):
     return b.op("Softmax", x, axis=-1)
 
 
-@case((3, 7, 13), ranges=((-6.0, 6.0),))
+@case((1, 3, 7, 13), ranges=((-6.0, 6.0),))
 def dsp_softmax_rows(b, x):
     """rows of 13: 32-bit sums and UDIV"""
     return b.op("Softmax", x, axis=-1)

@@ -35,7 +35,8 @@ from tools import missing_tools  # noqa: E402
 DSP, PORTABLE, PROFILE = "cortex-m7", "cortex-m7-portable", "lite"
 TOOLS = ["arm-none-eabi-gcc", "arm-none-eabi-objcopy", "qemu-system-arm", "scons"]
 TEMPLATES = kc.ROOT / "sdk" / "templates" / "cortex_m_dsp"
-GROUPS = {**kc.M7_GROUPS, "dsp_paths": kc.ids_with("dsp_")}
+WIDE = ["dsp_softmax_wide_rows"]  # its float input alone is 132 KB: a firmware of its own
+GROUPS = {**kc.M7_GROUPS, "dsp_paths": [c for c in kc.ids_with("dsp_") if c not in WIDE], "dsp_wide": WIDE}
 DSP_KERNELS = {"conv2d_s8_dsp", "conv2d_s8_dsp_dw", "conv2d_s8_dsp_dw3x3", "fc_s8_dsp", "maxpool_s8_dsp",
                "avgpool_s8_dsp", "add_s8_dsp", "softmax_s8_dsp"}
 FLOAT_SAMPLES, INT8_SAMPLES = 3, 3
@@ -164,7 +165,7 @@ def test_every_dsp_kernel_ran_and_every_dsp_case_reached_one(grid):
     used = {layer["kernel"] for group in GROUPS for layer in grid(group).info[DSP]["layers"]}
     assert DSP_KERNELS <= used, f"never chosen: {sorted(DSP_KERNELS - used)}"
     layers = grid("dsp_paths").info[DSP]["layers"]
-    kinds = ("Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Add")
+    kinds = ("Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Softmax")
     for cid in GROUPS["dsp_paths"]:
         mine = [layer for layer in layers if layer["name"].startswith(cid + "_") and layer["op"] in kinds]
         assert mine and all(layer["kernel"] in DSP_KERNELS for layer in mine), (cid, mine)
