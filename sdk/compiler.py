@@ -81,6 +81,8 @@ def check_threads(req: CompileRequest) -> int:
 def frontend_and_passes(req: CompileRequest) -> Graph:
     load_plugins(req.plugins)  # a no-op for those already loaded
     g = load_model(req.model, req.profile, req.board, req.input_shapes)
+    if req.input_layout not in ("nchw", "nhwc"):
+        raise UsageError(f"input layout {req.input_layout!r}: expected nchw or nhwc")
     if req.input_layout == "nhwc":
         inputs_channels_last(g)
     optimize(g)
