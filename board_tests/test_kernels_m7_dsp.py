@@ -10,8 +10,15 @@ Each group is one multi-output model built for both boards; the same samples run
 and the int8 outputs are compared with each other and with run_quantized_model. The example
 models (digits, ResNet-8, the FC autoencoder) are compared the same way.
 
-Host-only checks (fast): the requantization shortcut of the DSP kernels against the
-reference rule, the shared blocks of the headers, and the portable board file.
+The dsp_ cases also carry what trained models produce (kernel_cases.py, "what trained
+models produce"): shifts from 13 to 62, a multiplier within 2^8 of 2^31, biases whose
+worst-case bound passes int32, 1280 channels, rows 112 wide, depthwise multiplier 2, groups,
+dilations, K-tiled columns, FC rows past the column buffer, broadcast adds, long pooling rows,
+softmax rows past 2^15 (a firmware of its own); both weight layouts (int8 default, int16) and
+the channels-last input are compared too.
+
+Host-only checks (fast): cuvil_rq against the reference rule for every shift and every int32
+accumulator, the shared blocks of the headers, and the portable board file.
 A missing arm-none-eabi-gcc, qemu-system-arm or scons makes these tests fail, never skip.
 """
 from __future__ import annotations

@@ -79,14 +79,7 @@ struct cuvil_dw3 {
     "asr r9, r9, r6\n\t"                      \
     "asr r10, r10, r6\n\t"                    \
     "asr r11, r11, r6\n\t"                    \
-    "add r8, r8, r0\n\t"                      \
-    "add r9, r9, r0\n\t"                      \
-    "add r10, r10, r0\n\t"                    \
-    "add r11, r11, r0\n\t"                    \
-    "ssat r8, #8, r8\n\t"                     \
-    "ssat r9, #8, r9\n\t"                     \
-    "ssat r10, #8, r10\n\t"                   \
-    "ssat r11, #8, r11\n\t"                   \
+    CUVIL_ASM_ZY_SAT4("r0")               \
     "bfi r8, r9, #8, #8\n\t"                  \
     "bfi r8, r10, #16, #8\n\t"                \
     "bfi r8, r11, #24, #8\n\t"                \

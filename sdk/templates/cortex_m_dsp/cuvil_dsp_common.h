@@ -80,6 +80,18 @@ static inline int32_t cuvil_rq(int32_t acc, int32_t m, int32_t rnd, int32_t s, i
     return r;
 }
 
+/* In an assembly block: the output zero point (register Z) added to the four shifted results
+ * r8-r11, each saturated to int8 (the end of cuvil_rq for four outputs). */
+#define CUVIL_ASM_ZY_SAT4(Z)                  \
+    "add r8, r8, " Z "\n\t"                   \
+    "add r9, r9, " Z "\n\t"                   \
+    "add r10, r10, " Z "\n\t"                 \
+    "add r11, r11, " Z "\n\t"                 \
+    "ssat r8, #8, r8\n\t"                     \
+    "ssat r9, #8, r9\n\t"                     \
+    "ssat r10, #8, r10\n\t"                   \
+    "ssat r11, #8, r11\n\t"
+
 /* A noinline function around an assembly block that walks a weight stream: the stream
  * position (field w of the TYPE struct) in r1, the struct in r2, r7 saved by the block itself. */
 #define CUVIL_ASM_STREAM_FN(NAME, TYPE, BLOCK)                                                                 \
