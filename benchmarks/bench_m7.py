@@ -8,10 +8,14 @@ stack estimate; then the per-layer profile of both builds side by side; then the
 shapes timed alone, each through a model of one layer, so that a kernel can be improved in
 isolation (`--shapes` only builds those).
 
-Models: the examples digits_cnn, resnet8 and ad (FC autoencoder) from sdk/examples, and the
-MLPerf Tiny DS-CNN (keyword spotting) and MobileNetV1-0.25 (visual wake words) from
-benchmarks/mlperf_tiny.py (random weights: speed and memory figures only). ResNet-8 and the
-FC autoencoder are the MLPerf Tiny reference models themselves.
+Models: the examples digits_cnn, resnet8 and ad (FC autoencoder) from sdk/examples (ResNet-8
+and the FC autoencoder are the trained MLPerf Tiny reference models themselves), and the MLPerf
+Tiny DS-CNN (keyword spotting) and MobileNetV1-0.25 (visual wake words) with trained weights
+from benchmarks/models/*_trained.onnx (scripts/train_mlperf_tiny.py; calibrated on their
+synthetic task's data), or benchmarks/mlperf_tiny.py's random weights when those are missing.
+Boards: portable (cortex-m7-portable), dsp (cortex-m7, int8 weights in flash, the default) and
+dsp16 (cortex-m7 with --weight-layout int16). Per layer, `>goal` marks a DSP conv above issue
+12's 0.9 instructions per MAC (2.0 for depthwise).
 
 Guest instructions are deterministic and comparable between builds; they are not cycles on
 silicon (docs/internals.md, instruction counts). Calibration here is random uniform data over [0, 1) (digits: its own
@@ -55,12 +59,14 @@ from cuvil_sdk.profiles import get_profile  # noqa: E402
 from cuvil_sdk.runners.firmware import layer_macs  # noqa: E402
 
 EXAMPLES = ROOT / "sdk" / "examples"
-BOARDS = {"portable": "cortex-m7-portable", "dsp": "cortex-m7"}
+BOARDS = {"portable": "cortex-m7-portable", "dsp": "cortex-m7", "dsp16": "cortex-m7"}
+WEIGHT_LAYOUT = {"dsp16": "int16"}  # kind -> --weight-layout (default: the board's, int8)
 MODELS = ["digits", "resnet8", "ds_cnn_kws", "mobilenet_v1_025_vww", "ad_autoencoder"]
 TFLM_REFERENCE = {  # issue 4: TFLite Micro + CMSIS-NN under the same QEMU, per MAC and arena
     "resnet8": (2.40, 55008), "ds_cnn_kws": (2.88, 22832), "mobilenet_v1_025_vww": (3.21, 100720),
     "ad_autoencoder": (2.21, 3024)}
-GOALS = {"resnet8": 1.2, "ds_cnn_kws": 1.6, "mobilenet_v1_025_vww": 1.6, "ad_autoencoder": 1.2}
+GOALS = {"resnet8": 0.9, "ds_cnn_kws": 1.1, "mobilenet_v1_025_vww": 1.0, "ad_autoencoder": 0.85}  # issue 12
+LAYER_GOALS = {"conv2d_s8_dsp": 0.9, "conv2d_s8_dsp_dw3x3": 2.0, "conv2d_s8_dsp_dw": 2.0}
 
 
 @dataclass
@@ -97,18 +103,22 @@ def model_files(work: Path) -> dict[str, tuple[Path, Path]]:
     rng = np.random.default_rng(0)
     files = {"digits": (EXAMPLES / "digits_cnn.onnx", EXAMPLES / "digits_calib.npy")}
     for name, path in paths.items():
-        model = onnx.load(path)
+        trained = mlperf_tiny.TRAINED / f"{name}_trained.onnx"
+        model = onnx.load(trained if trained.exists() else path)
         dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
         calib = work / f"{name}_calib.npy"
-        np.save(calib, rng.random((8, *dims[1:]), dtype=np.float32))
-        files[name] = (path, calib)
+        data = mlperf_tiny.synthetic(name, 8, seed=3)[0] if trained.exists() else \
+            rng.random((8, *dims[1:]), dtype=np.float32)
+        np.save(calib, data)
+        files[name] = (trained if trained.exists() else path, calib)
     return files
 
 
-def build_and_run(model: str, onnx_path: Path, calib: Path, board: str, work: Path, name: str | None = None) -> Built:
+def build_and_run(model: str, onnx_path: Path, calib: Path, board: str, work: Path, name: str | None = None,
+                  weight_layout: str | None = None) -> Built:
     req = CompileRequest(model=onnx_path, board=get_board(board), profile=get_profile("lite"), calib=str(calib),
-                         name=name)
-    info = do_build(req, work / f"{model}-{board}", jobs=2)
+                         name=name, weight_layout=weight_layout)
+    info = do_build(req, work / f"{model}-{board}-{weight_layout or 'default'}", jobs=2)
     x = np.load(calib)[:1]
     sample = {info["inputs"][0]["name"]: x.reshape(info["inputs"][0]["shape"])}
     result = run_samples(req.board, info, [sample], False)
@@ -172,7 +182,7 @@ def single_layer_model(key: tuple, seed: int = 0) -> onnx.ModelProto:
     return model
 
 
-def time_layer(key: tuple, work: Path, boards: list[str]) -> dict:
+def time_layer(key: tuple, work: Path, kinds: list[str]) -> dict:
     label = layer_label(key)
     folder = work / "layers" / label.replace(" ", "_").replace(">", "").replace("+", "")
     folder.mkdir(parents=True, exist_ok=True)
@@ -183,13 +193,14 @@ def time_layer(key: tuple, work: Path, boards: list[str]) -> dict:
     calib = folder / "calib.npy"
     np.save(calib, np.random.default_rng(1).random((4, *dims[1:]), dtype=np.float32))
     row = {"layer": label}
-    for board in boards:
-        built = build_and_run("layer", path, calib, board, folder, name="layer")
+    for kind in kinds:
+        built = build_and_run("layer", path, calib, BOARDS[kind], folder, name="layer",
+                              weight_layout=WEIGHT_LAYOUT.get(kind))
         for entry in built.info["layers"]:
             mac = built.macs.get(entry["name"], 0)
             if mac:
                 count = built.layers.get(entry["index"], 0)
-                row.update({"macs": mac, f"{board}_kernel": entry["kernel"], f"{board}_instructions": count})
+                row.update({"macs": mac, f"{kind}_kernel": entry["kernel"], f"{kind}_instructions": count})
     return row
 
 
@@ -217,7 +228,7 @@ def print_models(results: dict[str, dict[str, Built]]) -> None:
             ipm, arena = TFLM_REFERENCE[model]
             goal = GOALS.get(model)
             print(f"{'':22} {'(TFLM)':9} {'':>13} {'':>10} {ipm:>9.2f} {arena:>8}   issue 4's TFLite Micro + "
-                  f"CMSIS-NN; goal <= {goal} instr/MAC")
+                  f"CMSIS-NN; issue 12's goal <= {goal} instr/MAC")
 
 
 def print_layers(results: dict[str, dict[str, Built]]) -> None:
@@ -235,9 +246,11 @@ def print_layers(results: dict[str, dict[str, Built]]) -> None:
             mac = dsp.macs.get(entry["name"], 0)
             d = dsp.layers.get(entry["index"], 0)
             p = port.layers.get(entry["index"], 0) if port else None
+            goal = LAYER_GOALS.get(entry["kernel"])
+            over = " >goal" if goal is not None and mac and d / mac > goal else ""
             print(f"  {entry['index']:>3} {entry['op'][:12]:12} {entry['kernel'][:18]:18} {mac:>9} "
                   f"{'-' if p is None else p:>10} {'-' if p is None else per_mac(p, mac):>6} {d:>10} "
-                  f"{per_mac(d, mac):>6}")
+                  f"{per_mac(d, mac):>6}{over}")
 
 
 def print_shapes(rows: list[dict], boards: list[str]) -> None:
@@ -252,7 +265,7 @@ def print_shapes(rows: list[dict], boards: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, from {', '.join(MODELS)}")
-    parser.add_argument("--boards", default="portable,dsp", help="comma-separated: portable, dsp")
+    parser.add_argument("--boards", default="portable,dsp", help="comma-separated: portable, dsp, dsp16")
     parser.add_argument("--no-layers", action="store_true", help="skip the single-layer runs")
     parser.add_argument("--shapes", default="", help="only single-layer runs whose label contains this (no models)")
     parser.add_argument("--work", type=Path, help="keep the builds here (default: a temporary folder)")
@@ -273,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
                 if args.shapes:  # only the layer shapes
                     continue
                 print(f"building and running {model} on {board} ...", file=sys.stderr)
-                results[model][kind] = build_and_run(model, onnx_path, calib, board, work)
+                results[model][kind] = build_and_run(model, onnx_path, calib, board, work,
+                                                     weight_layout=WEIGHT_LAYOUT.get(kind))
             g = frontend_and_passes(CompileRequest(model=onnx_path, board=get_board(boards[-1]),
                                                    profile=get_profile("lite")))
             for node in g.nodes:
@@ -289,12 +303,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.shapes and args.shapes not in layer_label(key):
                     continue
                 print(f"timing {layer_label(key)} ...", file=sys.stderr)
-                rows.append(time_layer(key, work, kinds_to_boards(kinds)))
-            for row in rows:  # board names -> short names in the table
-                for kind, board in zip(kinds, boards):
-                    for what in ("instructions", "kernel"):
-                        if f"{board}_{what}" in row:
-                            row[f"{kind}_{what}"] = row.pop(f"{board}_{what}")
+                rows.append(time_layer(key, work, kinds))
             print_shapes(rows, kinds)
         print(f"\n({time.monotonic() - start:.0f} s; guest instructions under QEMU -icount shift=0, not cycles on "
               "silicon; per-layer figures from SysTick, 40-instruction resolution)")
@@ -308,10 +317,6 @@ def main(argv: list[str] | None = None) -> int:
                    "shapes": rows}
             args.json.write_text(json.dumps(out, indent=2))
     return 0
-
-
-def kinds_to_boards(kinds: list[str]) -> list[str]:
-    return [BOARDS[k] for k in kinds]
 
 
 if __name__ == "__main__":

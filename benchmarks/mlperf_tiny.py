@@ -19,8 +19,12 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "sdk" / "examples"
 
 
 class Builder:
-    def __init__(self, seed: int) -> None:
+    """`weights`: trained (weight, bias) pairs in the order the model asks for them (convs, then
+    the FC), else random He-initialised ones."""
+
+    def __init__(self, seed: int, weights: list[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
         self.rng = np.random.default_rng(seed)
+        self.trained = list(weights) if weights is not None else None
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
         self.count = 0
@@ -39,11 +43,20 @@ class Builder:
         fan_in = cin // group * kernel[0] * kernel[1]
         w = self.rng.standard_normal((cout, cin // group, *kernel)) * np.sqrt(2.0 / fan_in)
         b = self.rng.standard_normal(cout) * 0.05
+        w, b = self.take(w, b)
         y = self.name("conv")
         self.nodes.append(helper.make_node("Conv", [x, self.const("w", w), self.const("b", b)], [y],
                                            kernel_shape=list(kernel), strides=[stride, stride], group=group,
                                            auto_pad="SAME_UPPER", name=y))
         return self.relu(y) if relu else y
+
+    def take(self, w: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The next trained pair (same shapes as the random one), or the random one."""
+        if self.trained is None:
+            return w, b
+        tw, tb = self.trained.pop(0)
+        assert tw.shape == w.shape and tb.shape == b.shape, (tw.shape, w.shape)
+        return tw, tb
 
     def relu(self, x: str) -> str:
         y = self.name("relu")
@@ -54,8 +67,8 @@ class Builder:
         p, f, g = self.name("pool"), self.name("flat"), "logits"
         self.nodes.append(helper.make_node("AveragePool", [x], [p], kernel_shape=list(pool), name=p))
         self.nodes.append(helper.make_node("Flatten", [p], [f], name=f))
-        w = self.rng.standard_normal((classes, channels)) * np.sqrt(1.0 / channels)
-        self.nodes.append(helper.make_node("Gemm", [f, self.const("fc_w", w), self.const("fc_b", np.zeros(classes))],
+        w, bias = self.take(self.rng.standard_normal((classes, channels)) * np.sqrt(1.0 / channels), np.zeros(classes))
+        self.nodes.append(helper.make_node("Gemm", [f, self.const("fc_w", w), self.const("fc_b", bias)],
                                            [g], transB=1, name="fc"))
         self.nodes.append(helper.make_node("Softmax", [g], ["probabilities"], axis=-1, name="softmax"))
         return "probabilities"
@@ -70,9 +83,9 @@ class Builder:
         return model
 
 
-def ds_cnn(seed: int = 0) -> onnx.ModelProto:
+def ds_cnn(seed: int = 0, weights: list | None = None) -> onnx.ModelProto:
     """DS-CNN (small) keyword spotting: 49x10 MFCC input, 12 classes."""
-    b = Builder(seed)
+    b = Builder(seed, weights)
     x = b.conv("input", 1, 64, (10, 4), 2)
     for _ in range(4):
         x = b.conv(x, 64, 64, (3, 3), 1, group=64)
@@ -80,9 +93,9 @@ def ds_cnn(seed: int = 0) -> onnx.ModelProto:
     return b.model("ds_cnn", [1, 1, 49, 10], b.head(x, (25, 5), 64, 12), 12)
 
 
-def mobilenet_v1_025_vww(seed: int = 0) -> onnx.ModelProto:
+def mobilenet_v1_025_vww(seed: int = 0, weights: list | None = None) -> onnx.ModelProto:
     """MobileNetV1 (width 0.25) visual wake words: 96x96 RGB input, 2 classes."""
-    b = Builder(seed)
+    b = Builder(seed, weights)
     x = b.conv("input", 3, 8, (3, 3), 2)
     channels = 8
     for out, stride in [(16, 1), (32, 2), (32, 1), (64, 2), (64, 1), (128, 2)] + [(128, 1)] * 5 + [(256, 2), (256, 1)]:
@@ -90,6 +103,31 @@ def mobilenet_v1_025_vww(seed: int = 0) -> onnx.ModelProto:
         x = b.conv(x, channels, out, (1, 1), 1)
         channels = out
     return b.model("mobilenet_v1_025_vww", [1, 3, 96, 96], b.head(x, (3, 3), 256, 2), 2)
+
+
+TRAINED = Path(__file__).resolve().parent / "models"  # scripts/train_mlperf_tiny.py writes these
+
+
+def synthetic(name: str, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The synthetic task a trained model learned (scripts/train_mlperf_tiny.py), as (x, labels):
+    ds_cnn_kws: 49x10 "MFCC" maps, class c a horizontal band at row 4c and a vertical stripe at
+    column c % 10, plus noise; mobilenet_v1_025_vww: 96x96 RGB noise with (class 1) or without
+    (class 0) a bright upright rectangle somewhere."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 12 if name == "ds_cnn_kws" else 2, count)
+    if name == "ds_cnn_kws":
+        x = rng.normal(0.0, 0.5, (count, 1, 49, 10))
+        for i, c in enumerate(labels):
+            x[i, 0, 4 * c:4 * c + 3, :] += 1.5
+            x[i, 0, :, c % 10] += 1.0
+        return x.astype(np.float32), labels
+    x = rng.uniform(0.0, 0.6, (count, 3, 96, 96))
+    for i, c in enumerate(labels):
+        if c:
+            h, w = rng.integers(24, 60), rng.integers(12, 30)
+            y0, x0 = rng.integers(0, 96 - h), rng.integers(0, 96 - w)
+            x[i, :, y0:y0 + h, x0:x0 + w] += rng.uniform(0.3, 0.4, (3, 1, 1))
+    return x.astype(np.float32), labels
 
 
 def models(work: Path) -> dict[str, Path]:

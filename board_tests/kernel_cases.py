@@ -888,6 +888,138 @@ def seq_gru_bidirectional_lbr(b, x):
 
 
 # --- groups ------------------------------------------------------------------------------------
+# --- what trained models produce (issue 12): per-channel weight scales over many decades (shifts
+# from below 16 to 62, the shrunk multipliers of S = 62), biases that dwarf tiny weights (the
+# worst-case bound |bias| + K * 255 * 128 past int32), multipliers near 2^31, wide rows, 1280
+# channels, depthwise multiplier 2, grouped, dilated, broadcast add, long FC rows.
+def decades(b: Builder, cout: int, fan: int, lo: float, hi: float) -> np.ndarray:
+    """Weights [cout, fan] whose channel c has scale 10^(lo + (hi - lo) * c / (cout - 1))."""
+    scale = np.logspace(lo, hi, cout).reshape(-1, 1)
+    return (b.randn((cout, fan)) * scale).astype(np.float32)
+
+
+def trained_conv(b: Builder, x: str, cin: int, cout: int, kernel: tuple[int, int], lo: float, hi: float,
+                 group: int = 1, **attrs) -> str:
+    """A conv whose channel scales span 10^lo..10^hi, with biases of 0.05 that the tiny channels'
+    bias scale turns into int32 values near the clip (so the output is mostly the bias there)."""
+    kh, kw = kernel
+    w = decades(b, cout, cin // group * kh * kw, lo, hi).reshape(cout, cin // group, kh, kw)
+    bias = np.where(np.arange(cout) % 2 == 0, 0.05, -0.05).astype(np.float32)
+    return b.op("Conv", [x, b.const(w, "w"), b.const(bias, "b")], group=group, kernel_shape=[kh, kw], **attrs)
+
+
+@case((1, 32, 5, 6))
+def dsp_trained_pw_shifts(b, x):
+    """1 x 1, 32 -> 45 channels with scales 1e-11..1e6 and a narrow fused clip: shifts from
+    about 13 to 62 in one layer (the 64-bit requant path for S <= 32, fastq = 0)"""
+    return b.clip(trained_conv(b, x[0], 32, 45, (1, 1), -11.0, 6.0), -0.2, 0.2)
+
+
+@case((1, 24, 7, 7))
+def dsp_trained_3x3_big_bias(b, x):
+    """3 x 3, scales 1e-10..1e-1: shifts 36..62 (the assembly GEMM with zy added after the
+    shift), biases near the int32 clip on the tiny channels"""
+    return b.op("Relu", [trained_conv(b, x[0], 24, 16, (3, 3), -10.0, -1.0, pads=[1, 1, 1, 1])])
+
+
+@case((1, 20, 9, 9))
+def dsp_trained_dw3x3(b, x):
+    """depthwise 3 x 3 with channel scales 1e-10..1: the dw3x3 assembly with every shift >= 33"""
+    return trained_conv(b, x[0], 20, 20, (3, 3), -10.0, 0.0, group=20, pads=[1, 1, 1, 1])
+
+
+@case((1, 300))
+def dsp_trained_fc(b, x):
+    """FC 300 -> 10 with scales 1e-11..1e4 and a narrow fused clip (both requant forms in one
+    layer, fastq = 0)"""
+    w = decades(b, 10, 300, -11.0, 4.0)
+    return b.clip(b.op("Gemm", [x[0], b.const(w, "w"), b.const(np.full(10, 0.05, np.float32), "b")], transB=1),
+                  -0.5, 0.5)
+
+
+@case((1, 16, 6, 6), ranges=((-100.0, 100.0),))
+def dsp_qdq_mult_near_2p31(b, x):
+    """sx = 1, sw = 1 - 2^-24, sy = 2^11: M = 2^31 - 2^7, S = 42"""
+    w = b.qconst(b.rng.integers(-127, 128, (12, 16, 1, 1)), float(np.float32(1 - 2**-24)))
+    return b.qdq(b.op("Conv", [b.qdq(x[0], 1.0), w], kernel_shape=[1, 1]), 2.0**11)
+
+
+@case((1, 1280, 1, 1))
+def dsp_fc_1280_channels(b, x):
+    """a 1 x 1 conv over 1280 channels (MobileNetV2's head): K' past the column, widened on the fly
+    by the FC kernel when lowered as a GEMM, here a conv of 1280 -> 6"""
+    return b.conv(x[0], 1280, 6, (1, 1))
+
+
+@case((1, 130, 6, 5))
+def dsp_conv_tiled_3x3_c130(b, x):
+    """3 x 3 over 130 channels: a column of 1170 values, the K-tiled path (taps of 132 values,
+    15 per tile), pads and stride 2, 5 output channels (an odd last one)"""
+    return b.conv(x[0], 130, 5, (3, 3), strides=[2, 1], pads=[1, 1, 0, 1])
+
+
+@case((1, 96, 5, 5))
+def dsp_conv_tiled_grouped_dilated(b, x):
+    """groups 2 of 48 channels, 5 x 5 dilated 2: 25 taps of 48 (1200 values), tiled"""
+    return b.conv(x[0], 96, 4, (5, 5), group=2, dilations=[2, 2], pads=[2, 2, 2, 2])
+
+
+@case((1, 2100))
+def dsp_fc_k2100(b, x):
+    """FC with K' = 2104 > 2048: the row is widened on the fly (no column buffer)"""
+    return b.gemm(x[0], 2100, 7)
+
+
+@case((1, 8, 5, 112))
+def dsp_wide_rows_dw_mult2(b, x):
+    """rows 112 wide, depthwise with channel multiplier 2 (the grouped GEMM, 1 input channel
+    per group)"""
+    return b.conv(x[0], 8, 16, (3, 3), group=8, pads=[1, 1, 1, 1], strides=[1, 2])
+
+
+@case((1, 12, 8, 9))
+def dsp_grouped3_dilated(b, x):
+    """groups 3 (4 -> 2 channels each), dilation 2 x 3, pads"""
+    return b.conv(x[0], 12, 6, (3, 2), group=3, dilations=[2, 3], pads=[2, 1, 1, 2])
+
+
+@case((1, 8, 9, 10))
+def dsp_dw_dilated(b, x):
+    """depthwise 3 x 3 with dilation 2 (the grouped GEMM, not the row kernels)"""
+    return b.conv(x[0], 8, 8, (3, 3), group=8, dilations=[2, 2], pads=[2, 2, 2, 2])
+
+
+@case((1, 6, 5, 7), (1, 6, 1, 1), ranges=((-1.0, 2.0), (-3.0, 0.5)))
+def dsp_add_bcast_channel(b, x):
+    """per-channel broadcast add (NHWC: each row of channels against one vector)"""
+    return b.op("Add", x)
+
+
+@case((1, 1, 5, 7), (1, 6, 5, 1), ranges=((-1.0, 2.0), (-20.0, 30.0)))
+def dsp_add_bcast_both(b, x):
+    """both operands broadcast, very different scales (a folded constant past int32)"""
+    return b.op("Add", x)
+
+
+@case((1, 4, 1, 300))
+def dsp_avgpool_row_300(b, x):
+    """one window row of 300 taps: the int16 lanes are flushed inside the row"""
+    return b.op("AveragePool", x, kernel_shape=[1, 300])
+
+
+@case((1, 1, 33000), ranges=((-6.0, 6.0),))
+def dsp_softmax_wide_rows(b, x):
+    """a row of 33000 values: the 64-bit sums of softmax_s8_dsp (2^15 values or more); scaled by
+    100 so that the few values in the top int8 bin hold most of the sum (not all -128)"""
+    return b.op("Softmax", [b.op("Mul", [x[0], b.const(np.float32(100.0), "k")])], axis=-1)
+
+
+@case((1, 3, 7, 13), ranges=((-6.0, 6.0),))
+def dsp_softmax_rows(b, x):
+    """rows of 13: 32-bit sums and UDIV"""
+    return b.op("Softmax", x, axis=-1)
+
+
 def ids_with(prefix: str) -> list[str]:
     return [c for c in CASES if c.startswith(prefix)]
 
@@ -1026,9 +1158,10 @@ def reference_graph(net: Net, board: str, profile: str, precision: str, method: 
 
 
 def build(net: Net, out_dir: Path, board: str, profile: str, precision: str = "int8", method: str = "minmax",
-          jobs: int = 2) -> dict:
+          jobs: int = 2, weight_layout: str | None = None) -> dict:
     req = CompileRequest(model=net.path, board=get_board(board), profile=get_profile(profile), precision=precision,
-                         calib=str(net.calib) if precision == "int8" else None, calib_method=method, name=net.name)
+                         calib=str(net.calib) if precision == "int8" else None, calib_method=method, name=net.name,
+                         weight_layout=weight_layout)
     return do_build(req, out_dir, jobs)
 
 

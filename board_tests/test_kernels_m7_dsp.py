@@ -10,8 +10,15 @@ Each group is one multi-output model built for both boards; the same samples run
 and the int8 outputs are compared with each other and with run_quantized_model. The example
 models (digits, ResNet-8, the FC autoencoder) are compared the same way.
 
-Host-only checks (fast): the requantization shortcut of the DSP kernels against the
-reference rule, the shared blocks of the headers, and the portable board file.
+The dsp_ cases also carry what trained models produce (kernel_cases.py, "what trained
+models produce"): shifts from 13 to 62, a multiplier within 2^8 of 2^31, biases whose
+worst-case bound passes int32, 1280 channels, rows 112 wide, depthwise multiplier 2, groups,
+dilations, K-tiled columns, FC rows past the column buffer, broadcast adds, long pooling rows,
+softmax rows past 2^15 (a firmware of its own); both weight layouts (int8 default, int16) and
+the channels-last input are compared too.
+
+Host-only checks (fast): cuvil_rq against the reference rule for every shift and every int32
+accumulator, the shared blocks of the headers, and the portable board file.
 A missing arm-none-eabi-gcc, qemu-system-arm or scons makes these tests fail, never skip.
 """
 from __future__ import annotations
@@ -35,34 +42,48 @@ from tools import missing_tools  # noqa: E402
 DSP, PORTABLE, PROFILE = "cortex-m7", "cortex-m7-portable", "lite"
 TOOLS = ["arm-none-eabi-gcc", "arm-none-eabi-objcopy", "qemu-system-arm", "scons"]
 TEMPLATES = kc.ROOT / "sdk" / "templates" / "cortex_m_dsp"
-GROUPS = {**kc.M7_GROUPS, "dsp_paths": kc.ids_with("dsp_")}
+WIDE = ["dsp_softmax_wide_rows"]  # its float input alone is 132 KB: a firmware of its own
+GROUPS = {**kc.M7_GROUPS, "dsp_paths": [c for c in kc.ids_with("dsp_") if c not in WIDE], "dsp_wide": WIDE}
 DSP_KERNELS = {"conv2d_s8_dsp", "conv2d_s8_dsp_dw", "conv2d_s8_dsp_dw3x3", "fc_s8_dsp", "maxpool_s8_dsp",
-               "avgpool_s8_dsp", "add_s8_dsp"}
+               "avgpool_s8_dsp", "add_s8_dsp", "softmax_s8_dsp"}
 FLOAT_SAMPLES, INT8_SAMPLES = 3, 3
 RNG = np.random.default_rng(11)
 
 
 # --- host-only ------------------------------------------------------------------------------------
+def cuvil_rq_model(acc: np.ndarray, q: np.ndarray, zy: int) -> np.ndarray:
+    """cuvil_rq (cuvil_dsp_common.h) in numpy int64, with its int32 register semantics checked:
+    SMMLA's high word plus rnd and the shifted value plus zy must stay in int32."""
+    m, rnd, s = (int(v) for v in q)
+    if s > 0:
+        hi = ((acc * m) >> 32) + rnd
+        assert np.abs(hi).max() < 2**31, "SMMLA's accumulate overflowed"
+        y = (hi >> s) + zy
+    else:
+        y = ((acc * m + (1 << (rnd - 1))) >> rnd) + zy
+    return np.clip(y, -128, 127)
+
+
 def test_fast_requant_equals_the_reference_rule():
-    """cuvil_rq's three instructions (hi32(acc*M) + rnd) >> s, saturated, in int64 numpy, equal
-    zy + requant(acc) over random accumulators, multipliers, shifts and zero points, including
-    rounding ties; refused where it would not be exact."""
-    for _ in range(200):
-        real = float(np.exp(RNG.uniform(np.log(1e-7), np.log(0.24))))
-        m, s = quantize_multiplier(real)
+    """cuvil_rq equals zy + requant(acc) for every multiplier and shift quantize_multiplier makes
+    (S from 1 to 62, M up to 2^31 - 1, the shrunk multipliers of S = 62) and every int32
+    accumulator (extremes and rounding ties included); fastq marks layers whose shifts are all
+    >= 33 (the assembly blocks' form)."""
+    reals = np.concatenate([np.exp(RNG.uniform(np.log(1e-21), np.log(2.0**29), 300)),
+                            [2.0**-30 * (1 - 2**-32), 0.5 * (1 - 2**-33), 1e-20, 2.0**-31]])
+    for real in reals:
+        m, s = quantize_multiplier(float(real))
         zy = int(RNG.integers(-128, 128))
-        bound = int(RNG.integers(1, 2**24))
-        q = kset.fast_requant(np.array([m]), np.array([s]), zy, bound)
-        assert q is not None, (real, m, s)
-        acc = RNG.integers(-bound, bound + 1, 400, dtype=np.int64)
-        ties = ((np.arange(-20, 20) * 2 + 1) << (s - 1)) // m  # accumulators near x.5
-        acc = np.concatenate([acc, ties[np.abs(ties) <= bound], [0, bound, -bound]])
-        mm, rnd, sh = (int(v) for v in q[0])
-        got = np.clip(((acc * mm) >> 32) + rnd >> sh, -128, 127)
+        q, fastq = kset.fast_requant(np.array([m]), np.array([s]))
+        assert fastq == int(s >= 33)
+        acc = RNG.integers(-2**31, 2**31, 300, dtype=np.int64)
+        small = RNG.integers(-2**20, 2**20, 300, dtype=np.int64)
+        ties = [((2 * k + 1) << (s - 1)) // m + d for k in range(-20, 20) for d in (-1, 0, 1)] if m else []
+        ties = np.array([v for v in ties if -2**31 <= v < 2**31], dtype=np.int64)  # accumulators near x.5
+        acc = np.concatenate([acc, small, ties, [0, 2**31 - 1, -2**31]])
         want = np.clip(requant(acc, m, s) + zy, -128, 127)
-        assert np.array_equal(got, want), (real, m, s, zy)
-    assert kset.fast_requant(np.array([2**30]), np.array([32]), 0, 1000) is None  # S < 33
-    assert kset.fast_requant(np.array([2**30]), np.array([60]), 127, 2**31) is None  # int32 overflow
+        assert np.array_equal(cuvil_rq_model(acc, q[0], zy), want), (real, m, s, zy)
+    assert kset.fast_requant(np.array([2**30, 2**30]), np.array([40, 32]))[1] == 0
 
 
 def test_shared_helpers_live_in_one_header_each():
@@ -99,6 +120,7 @@ class Pair:
     info: dict[str, dict]  # board -> build info (manifest)
     raw: dict[str, list]  # board -> run_samples' raw int8 outputs, per output (samples, size)
     want: list  # per sample {output: int8 array}
+    samples: list  # the float samples that ran
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +135,7 @@ def grid(tmp_path_factory):
         for board in (DSP, PORTABLE):
             info[board] = kc.build(net, folder / board, board, PROFILE, "int8")
             raw[board] = run_samples(get_board(board), info[board], samples, False)["raw"]
-        return Pair(net, info, raw, [run_quantized_model(g, s)[0] for s in samples])
+        return Pair(net, info, raw, [run_quantized_model(g, s)[0] for s in samples], samples)
     return kc.Lazy(make)
 
 
@@ -150,12 +172,57 @@ def test_every_dsp_kernel_ran_and_every_dsp_case_reached_one(grid):
     used = {layer["kernel"] for group in GROUPS for layer in grid(group).info[DSP]["layers"]}
     assert DSP_KERNELS <= used, f"never chosen: {sorted(DSP_KERNELS - used)}"
     layers = grid("dsp_paths").info[DSP]["layers"]
-    kinds = ("Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Add")
+    kinds = ("Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Softmax")
     for cid in GROUPS["dsp_paths"]:
         mine = [layer for layer in layers if layer["name"].startswith(cid + "_") and layer["op"] in kinds]
         assert mine and all(layer["kernel"] in DSP_KERNELS for layer in mine), (cid, mine)
     portable = {layer["kernel"] for group in GROUPS for layer in grid(group).info[PORTABLE]["layers"]}
     assert not portable & DSP_KERNELS
+
+
+@pytest.mark.slow
+def test_dsp_grid_covers_what_trained_models_produce(grid):
+    """The dsp_ cases reach, on DSP kernels: shifts below 16 and above 60, a multiplier within
+    2^8 of 2^31, biases whose worst-case bound |bias| + K * 255 * 128 passes int32, layers with
+    and without the assembly requantization (fastq), 1280 channels, rows 112 wide, depthwise
+    multiplier 2, groups, dilations, broadcast adds, FC rows past the column buffer."""
+    run = grid("dsp_paths")
+    g = kc.reference_graph(run.net, DSP, PROFILE, "int8")
+    kernels = {layer["name"]: layer["kernel"] for layer in run.info[DSP]["layers"]}
+    shifts, mults, over, fastq = [], [], 0, set()
+    for node in g.nodes:
+        q = getattr(node, "q", None)
+        if node.name not in kernels or not q or "w" not in q:
+            continue
+        assert kernels[node.name] in DSP_KERNELS, (node.name, kernels[node.name])
+        shifts += list(np.atleast_1d(q["shift"]))
+        mults += list(np.atleast_1d(q["mult"]))
+        k = int(np.prod(q["w"].shape)) // q["w"].shape[0]
+        over += int(np.abs(q["bias"].astype(np.int64)).max() + k * 255 * 128 > 2**31 - 1)
+        fastq.add(kset.fast_requant(q["mult"], q["shift"])[1])
+    assert min(shifts) < 16 and max(shifts) > 60 and max(mults) >= 2**31 - 2**8 and over >= 3 and fastq == {0, 1}
+    for cid in ("dsp_fc_1280_channels", "dsp_fc_k2100", "dsp_wide_rows_dw_mult2", "dsp_grouped3_dilated",
+                "dsp_dw_dilated", "dsp_add_bcast_channel", "dsp_add_bcast_both", "dsp_avgpool_row_300"):
+        mine = [kernels[n.name] for n in g.nodes if n.name.startswith(cid + "_") and n.name in kernels]
+        assert mine and set(mine) <= DSP_KERNELS, (cid, mine)
+
+
+@pytest.mark.slow
+def test_int16_weight_layout_equals_the_int8_default(grid, tmp_path):
+    """--weight-layout int16 (GEMM/FC weights pre-widened in flash) gives the same bits as the
+    default int8 layout (SXTB16 in registers) on every dsp_ case, and stores more weight bytes;
+    the default build stores GEMM/FC weights at one byte each."""
+    run = grid("dsp_paths")
+    info = kc.build(run.net, tmp_path / "w16", DSP, PROFILE, "int8", weight_layout="int16")
+    raw = run_samples(get_board(DSP), info, run.samples, False)["raw"]
+    for got, want in zip(raw, run.raw[DSP]):
+        assert np.array_equal(got, want), kc.mismatch(got, want)
+    assert run.info[DSP]["weight_layout"] == "int8" and info["weight_layout"] == "int16"
+    wide = {layer["name"]: layer["weight_bytes"] for layer in info["layers"]}
+    gemm = [layer for layer in run.info[DSP]["layers"] if layer["kernel"] in ("conv2d_s8_dsp", "fc_s8_dsp")]
+    assert all(wide[layer["name"]] > layer["weight_bytes"] for layer in gemm)
+    narrow_total, wide_total = sum(la["weight_bytes"] for la in gemm), sum(wide[la["name"]] for la in gemm)
+    assert wide_total > 1.6 * narrow_total, (narrow_total, wide_total)  # bias and requant words are shared
 
 
 # --- the example models ---------------------------------------------------------------------------
@@ -198,3 +265,26 @@ def test_example_model_dsp_equals_portable_equals_reference(calib_files, model, 
     for got_dsp, got_portable, ref in zip(outputs[DSP], outputs[PORTABLE], want):
         assert np.array_equal(got_dsp, got_portable), kc.mismatch(got_dsp, got_portable)
         assert np.array_equal(got_portable, ref), kc.mismatch(got_portable, ref)
+
+
+@pytest.mark.slow
+def test_channels_last_input_removes_the_transpose(calib_files, tmp_path):
+    """--input-layout nhwc on ResNet-8: the input takes N,H,W,C data, no transpose runs on the
+    device, and the outputs equal those of the NCHW build fed the same images."""
+    from cuvil_sdk.commands import do_build
+    nchw = np.load(calib_files / "resnet8.npy")
+    np.save(tmp_path / "calib_nhwc.npy", nchw.transpose(0, 2, 3, 1))
+    x = np.random.default_rng(8).random((2, 3, 32, 32), dtype=np.float32)
+    raw, layers = {}, {}
+    for layout, calib, data in (("nchw", calib_files / "resnet8.npy", x),
+                                ("nhwc", tmp_path / "calib_nhwc.npy", x.transpose(0, 2, 3, 1))):
+        req = request("resnet8_fp32.onnx", DSP, PROFILE, calib)
+        req.input_layout = layout
+        info = do_build(req, tmp_path / layout, 2)
+        assert info["inputs"][0]["shape"] == [1, *data.shape[1:]]
+        name = info["inputs"][0]["name"]
+        raw[layout] = run_samples(req.board, info, [{name: data[i:i + 1]} for i in range(2)], False)["raw"]
+        layers[layout] = [layer["op"] for layer in info["layers"]]
+    assert "Transpose" in layers["nchw"] and "Transpose" not in layers["nhwc"]
+    for got, want in zip(raw["nhwc"], raw["nchw"]):
+        assert np.array_equal(got, want), kc.mismatch(got, want)

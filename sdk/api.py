@@ -9,9 +9,9 @@ without a subprocess, and returns a BuildResult (README, "Python API").
         logits = model(x)
 
 Options have the CLI's names with underscores for dashes (`calib_method`, `accuracy_target`,
-`int16_layers`, `input_shape`, `threads`, `plugins`, `out_dir`, `jobs`); they go through the
-same checks as the command line, so errors are the SDK's exception types (sdk/errors.py) with
-the CLI's messages.
+`int16_layers`, `input_shape`, `threads`, `plugins`, `out_dir`, `jobs`, `input_layout`,
+`weight_layout`); they go through the same checks as the command line, so errors are the
+SDK's exception types (sdk/errors.py) with the CLI's messages.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import numpy as np
 from .errors import UsageError
 
 OPTIONS = ("precision", "calib", "calib_method", "name", "accuracy_target", "int16_layers", "input_shape",
-           "threads", "plugins", "out_dir", "jobs")
+           "threads", "plugins", "out_dir", "jobs", "input_layout", "weight_layout")
 
 
 @contextlib.contextmanager
@@ -77,7 +77,8 @@ def namespace(model: str | Path, board: str, profile: str | None, options: dict[
         input_shape=input_shape_specs(options.get("input_shape")),
         plugin=[plugins] if isinstance(plugins, str) else list(plugins or []),
         threads=options.get("threads"), out_dir=str(options["out_dir"]) if options.get("out_dir") else None,
-        jobs=options.get("jobs"), json=False, run=False, misplaced_output=None, config=None)
+        jobs=options.get("jobs"), json=False, run=False, misplaced_output=None, config=None,
+        input_layout=options.get("input_layout") or "nchw", weight_layout=options.get("weight_layout"))
     with_defaults(args)
     check_required(args)
     check_options(args)

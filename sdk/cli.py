@@ -41,6 +41,12 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
     p.add_argument("--int16-layers", metavar="NAME,...", help="layers (Conv/Gemm/MatMul node names) to build "
                    "as 16x8: int16 activations, int8 weights")
     p.add_argument("--input-shape", action="append", metavar="NAME=1x3x32x32", help="fix a dynamic input shape")
+    p.add_argument("--input-layout", choices=["nchw", "nhwc"], default="nchw",
+                   help="nhwc: 4-D inputs take channels-last data (e.g. a camera frame), so no input transpose "
+                        "runs on the device; the input's shape in the manifest and the C API becomes N,H,W,C")
+    p.add_argument("--weight-layout", choices=["int8", "int16"],
+                   help="cortex-m7: GEMM/FC weights in flash as int8 bytes widened in registers (default, the "
+                        "board's weight_layout) or pre-widened int16 (faster, twice the weight bytes)")
     add_plugin_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
 

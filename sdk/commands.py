@@ -380,7 +380,8 @@ def make_request(args) -> CompileRequest:
                           input_shapes=parse_input_shapes(args.input_shape), progress=sys.stderr.isatty(),
                           accuracy_target=args.accuracy_target,
                           int16_layers=[n for n in (args.int16_layers or "").split(",") if n], plugins=plugins,
-                          threads=getattr(args, "threads", 1))
+                          threads=getattr(args, "threads", 1), weight_layout=getattr(args, "weight_layout", None),
+                          input_layout=getattr(args, "input_layout", "nchw"))
 
 
 def bundled_example(calib: str | None) -> tuple[Path, str]:

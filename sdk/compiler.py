@@ -18,6 +18,7 @@ from .errors import CuvilError, UsageError
 from .frontend import load_model
 from .ir import Graph
 from .passes import optimize
+from .passes.layout import inputs_channels_last
 from .planner import plan_arena
 from .plugins import load_plugins
 from .profiles import Profile
@@ -44,6 +45,8 @@ class CompileRequest:
     int16_layers: list[str] = field(default_factory=list)  # 16x8 layers named by the user
     debug_dump: bool = False  # a debug build that hands every layer's output to <name>_debug_dump
     plugins: list[str] = field(default_factory=list)  # plugin files or modules (sdk/plugins.py)
+    weight_layout: str | None = None  # --weight-layout; None: the board's `weight_layout` (default "int8")
+    input_layout: str = "nchw"  # --input-layout nhwc: 4-D inputs take channels-last data (no transpose on the device)
 
 
 def choose_precision(req: CompileRequest) -> str:
@@ -78,6 +81,10 @@ def check_threads(req: CompileRequest) -> int:
 def frontend_and_passes(req: CompileRequest) -> Graph:
     load_plugins(req.plugins)  # a no-op for those already loaded
     g = load_model(req.model, req.profile, req.board, req.input_shapes)
+    if req.input_layout not in ("nchw", "nhwc"):
+        raise UsageError(f"input layout {req.input_layout!r}: expected nchw or nhwc")
+    if req.input_layout == "nhwc":
+        inputs_channels_last(g)
     optimize(g)
     return g
 
@@ -129,6 +136,18 @@ def compile_into(req: CompileRequest, out_dir: Path) -> dict:
     return info
 
 
+WEIGHT_LAYOUTS = ("int8", "int16")
+
+
+def weight_layout_of(req: CompileRequest) -> str:
+    """--weight-layout, else the board file's `weight_layout`, else int8: how kernel sets that
+    can widen weights in registers store them (cortex_m_dsp: int8 bytes, or int16 pre-widened)."""
+    layout = req.weight_layout or req.board.get("weight_layout", "int8")
+    if layout not in WEIGHT_LAYOUTS:
+        raise UsageError(f"weight layout {layout!r}: expected one of {', '.join(WEIGHT_LAYOUTS)}")
+    return layout
+
+
 def compile_model(req: CompileRequest, out_dir: Path) -> dict:
     """The model's own sources and kernels in out_dir/src, without the board's files and build
     spec (several models of one firmware image share those: codegen/project.py)."""
@@ -137,10 +156,12 @@ def compile_model(req: CompileRequest, out_dir: Path) -> dict:
     g = frontend_and_passes(req)
     precision_layers = quantize(g, req) if precision == "int8" else {"float_layers": [], "int16_layers": []}
     plan = plan_arena(g)
-    options = CodegenOptions(precision=precision, threads=threads, debug_dump=req.debug_dump)
+    options = CodegenOptions(precision=precision, threads=threads, debug_dump=req.debug_dump,
+                             weight_layout=weight_layout_of(req))
     info = generate(g, plan, req.board, options, req.name or req.model.stem, out_dir)
     info["profile"] = req.profile.name
     info["threads"] = threads
+    info["weight_layout"] = options.weight_layout
     info.update(precision_layers)
     info["arena"] = plan.buffers
     report_fallbacks(info["fallbacks"])

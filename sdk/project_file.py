@@ -60,6 +60,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("int16-layers", "int16_layers", "list", help="layers built as 16x8"),
     Key("input-shape", "input_shape", "strings", help="fix dynamic inputs: [\"x=1x3x32x32\"]"),
     Key("threads", "threads", "integer", default=1, help="standard profile, Linux boards: threads per call"),
+    Key("input-layout", "input_layout", "string", default="nchw", help="nchw, or nhwc: channels-last input data"),
+    Key("weight-layout", "weight_layout", "string", help="cortex-m7: int8 (default) or int16 weights in flash"),
     Key("plugins", "plugin", "strings", help="custom-op plugin files (relative to this file) or modules"),
     Key("input", "input", "string", path=True, commands=("run",), help="run: input samples"),
     Key("output", "output", "string", path=True, commands=("run",), help="run: the outputs file to write"),
@@ -330,6 +332,8 @@ profile = "lite"             # what it may contain: `cuvil-sdk profiles` (lite: 
 # precision = "int8"         # int8 | fp16 | fp32 (default: the profile's)
 # calib-method = "minmax"    # minmax | percentile | mse
 # threads = 1                # standard profile on Linux boards: split large layers over N threads
+# input-layout = "nhwc"      # the input data is channels-last (a camera frame): no transpose on the device
+# weight-layout = "int16"    # cortex-m7: pre-widened weights in flash (faster, twice the bytes; default int8)
 # plugins = ["my_ops/square_plus.py"]   # custom operators (docs/custom_ops.md)
 # out-dir = "cuvil-build/firmware"      # output folder
 # jobs = 4                   # parallel compile jobs (default: the number of CPUs)

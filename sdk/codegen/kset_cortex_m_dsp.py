@@ -4,18 +4,22 @@ sdk/templates/cortex_m_dsp/.
 Python decides, per call and from compile-time shapes, whether a DSP kernel takes it and
 rewrites the portable arguments for it; the C headers only implement:
 
-- weights are re-ordered and pre-widened to int16 in flash, in the order the kernel reads
-  them (`row_order`, `gemm_weights`, the per-channel streams), so the inner loops are
-  LDM/LDRD + SMLAD;
-- requantization constants become {M, rnd, s} per channel for a three-instruction requant
-  (`fast_requant`) that is exact for the rounding rule of cuvil_sdk/quant/requant.py;
+- weights are re-ordered in flash in the order the kernel reads them (`row_order`,
+  `gemm_weights`, the per-channel streams): the GEMM and FC weights as int8 bytes widened in
+  registers by SXTB16 (weight_layout "int8", the default) or pre-widened to int16 ("int16":
+  LDM + SMLAD, twice the bytes); depthwise weights (9 per channel) always as int16;
+- requantization constants become {M, rnd, s} per channel (`fast_requant`): for a shift
+  S >= 33 a three-instruction requant (SMMLA, ASR, then + zy) that is exact for the rounding
+  rule of cuvil_sdk/quant/requant.py for every int32 accumulator; for S <= 32 the 64-bit form
+  (then the layer's assembly blocks give way to their C loops, `fastq` = 0);
+- accumulators are int32 like the portable kernels' (SMLAD wraps the same way), so a
+  worst-case bound beyond int32 changes nothing: the sums are those of the portable kernel;
 - zero points: the convolution column holds x - zx as int16 (padding = 0 = zx - zx), so the
   sum is the portable kernel's sum over valid taps, exactly.
 
-A rule declines (Declined, with the reason the build reports) when its kernel cannot
-reproduce the portable result for the call (for example a requantization shift below 33, or
-a column longer than the kernel's stack buffer); the call then falls back to the portable
-kernel. Each rule's docstring says when it applies.
+A rule declines (Declined, with the reason the build reports) only when its kernel cannot
+take the call (today: a convolution group of more than 2048 input channels); the call then
+falls back to the portable kernel. Each rule's docstring says when it applies.
 Every kernel here is bit-identical to its portable counterpart (board_tests/test_kernels_m7_dsp.py).
 """
 from __future__ import annotations
@@ -28,12 +32,7 @@ from .kernel_sets import Answer, KernelSet, register_kernel_set
 from .simd_layout import pick
 
 COL_WORDS = 1024  # CUVIL_DSP_COL_WORDS in the headers: K' <= 1024 int16 values per pixel
-FC_COL_WORDS = 1024  # fully connected: K' / 2 words, K' <= 2048
-AVG_LANE_TAPS = 256  # int16 lane sums of up to 256 int8 values cannot overflow
-INT32_MAX = 2**31 - 1
 SET = "cortex_m_dsp"
-REQUANT_RULE = "a requantization shift below 33 or an accumulator bound past the fast requantization's range"
-MAX_PRODUCT = 255 * 128  # |(x - zx) * w|: int8 activations and weights (imported ones may be -128)
 
 
 # --- shared helpers -----------------------------------------------------------------------------
@@ -53,22 +52,21 @@ def bytes4(value: int) -> int:
     return v - (1 << 32) if v >= 1 << 31 else v
 
 
-def fast_requant(mult: np.ndarray, shift: np.ndarray, zy: int, acc_bound: int) -> np.ndarray | None:
-    """{M, rnd, s} per channel for cuvil_rq: y = ssat8((hi32(acc * M) + rnd) >> s), equal to
-    zy + ((acc * M + 2^(S-1)) >> S) with s = S - 32 and rnd = 2^(s-1) + (zy << s).
+def fast_requant(mult: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, int]:
+    """({M, rnd, s} per channel, fastq) for cuvil_rq, y = zy + ((acc * M + 2^(S-1)) >> S):
 
-    Exact when S >= 33 (then the low 32 bits of the product cannot change the floor) and
-    hi32 + rnd cannot overflow for any |acc| <= acc_bound; None otherwise."""
-    mult = np.asarray(mult, dtype=np.int64)
-    shift = np.asarray(shift, dtype=np.int64)
-    if acc_bound > INT32_MAX or (shift < 33).any():
-        return None
-    s = shift - 32
-    rnd = (np.int64(1) << (s - 1)) + (np.int64(zy) << s)
-    hi = (acc_bound * mult) // 2**32 + 1
-    if (hi + np.abs(rnd) > INT32_MAX).any():
-        return None
-    return np.stack([mult, rnd, s], axis=1).astype(np.int32)
+    - S >= 33: s = S - 32, rnd = 2^(s-1); y = zy + ((hi32(acc * M) + rnd) >> s) (SMMLA, ASR,
+      ADD), exact for every int32 acc: |hi32| <= 2^30 and rnd <= 2^29 cannot overflow, and the
+      floor of hi32 does not change the floor at 2^s;
+    - S <= 32: s = 0 and rnd = S: cuvil_rq's 64-bit form.
+
+    fastq is 1 when every channel has the first form (the assembly blocks use only that)."""
+    mult = np.asarray(mult, dtype=np.int64).reshape(-1)
+    shift = np.asarray(shift, dtype=np.int64).reshape(-1)
+    high = shift >= 33
+    s = np.where(high, shift - 32, 0)
+    rnd = np.where(high, np.int64(1) << np.maximum(s - 1, 0), shift)
+    return np.stack([mult, rnd, s], axis=1).astype(np.int32), int(high.all())
 
 
 def pad_rows(a: np.ndarray, count: int) -> np.ndarray:
@@ -95,6 +93,12 @@ def row_order(length: int) -> np.ndarray:
     return np.where(j < length, j, -1)
 
 
+def padded_order(length: int, seg: int) -> np.ndarray:
+    """row_order(length) padded with -1 (zeros) to seg positions."""
+    order = row_order(length)
+    return np.concatenate([order, np.full(seg - len(order), -1)])
+
+
 def arrange(values: np.ndarray, order: np.ndarray) -> np.ndarray:
     """values[..., order] with zeros where order is -1."""
     picked = values[..., np.maximum(order, 0)]
@@ -110,31 +114,40 @@ def gemm_weights(wk: np.ndarray, group: int) -> np.ndarray:
     return wk.reshape(-1, group, kp // 4, 4).transpose(0, 2, 1, 3).reshape(-1)
 
 
+def packed_weights(flat: np.ndarray, w8: bool) -> np.ndarray:
+    """Weights in gemm_weights order as the stream stores them: int16, or (w8) int8 with each
+    4-group as bytes [s0 s2 s1 s3] of its int16 order s, so that SXTB16 of the word gives the
+    pair [s0 s1] and SXTB16 ROR 8 the pair [s2 s3] (the column's pairs); as int16 slots."""
+    if not w8:
+        return flat.astype(np.int16)
+    return np.ascontiguousarray(flat.reshape(-1, 4)[:, [0, 2, 1, 3]].astype(np.int8)).reshape(-1).view("<i2")
+
+
 def as_int16(words: np.ndarray) -> np.ndarray:
     """int32 values as the int16 halves that hold them in memory (little-endian)."""
     return np.ascontiguousarray(words, dtype="<i4").view("<i2")
 
 
-def pair_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray) -> np.ndarray:
+def pair_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray, w8: bool) -> np.ndarray:
     """The conv GEMM's flash stream (cuvil_dsp_gemm), one block per pair of output channels:
-    [b0 b0 b1 b1] (int32), the pair's int16 weights (gemm_weights order), [M rnd s] x 2 (int32).
-    An odd channel count gets a last pair with a zero second channel."""
+    [b0 b0 b1 b1] (int32), the pair's weights (gemm_weights order, int16 or int8: packed_weights),
+    [M rnd s] x 2 (int32). An odd channel count gets a last pair with a zero second channel."""
     oc, kp = wk.shape
     pairs = round_up(oc, 2) // 2
-    w = gemm_weights(wk, 2).reshape(pairs, 2 * kp)
+    w = packed_weights(gemm_weights(wk, 2), w8).reshape(pairs, -1)
     b = pad_rows(bias.astype(np.int64), 2 * pairs).reshape(pairs, 2)
     qq = pad_rows(q.astype(np.int64), 2 * pairs).reshape(pairs, 6)
     blocks = [np.concatenate([as_int16(np.repeat(b[j], 2)), w[j], as_int16(qq[j])]) for j in range(pairs)]
     return np.concatenate(blocks).astype(np.int16)
 
 
-def quad_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray) -> np.ndarray:
+def quad_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray, w8: bool) -> np.ndarray:
     """The fully connected kernel's flash stream (fc_s8_dsp.h), one block per 4 outputs:
-    [b0 b1 b2 b3] (int32), the quad's int16 weights (gemm_weights order), [M rnd s] x 4 (int32).
-    The output count is padded to a multiple of 4 with zero rows."""
+    [b0 b1 b2 b3] (int32), the quad's weights (gemm_weights order, int16 or int8: packed_weights),
+    [M rnd s] x 4 (int32). The output count is padded to a multiple of 4 with zero rows."""
     n, kp = wk.shape
     quads = round_up(n, 4) // 4
-    w = gemm_weights(wk, 4).reshape(quads, 4 * kp)
+    w = packed_weights(gemm_weights(wk, 4), w8).reshape(quads, -1)
     b = pad_rows(bias.astype(np.int64), 4 * quads).reshape(quads, 4)
     qq = pad_rows(q.astype(np.int64), 4 * quads).reshape(quads, 12)
     blocks = [np.concatenate([as_int16(b[j]), w[j], as_int16(qq[j])]) for j in range(quads)]
@@ -142,36 +155,54 @@ def quad_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 # --- convolution --------------------------------------------------------------------------------
-def dsp_tail(zx: int, lo: int, hi: int) -> dict[str, int]:
-    """The zero point and clamp as the DSP kernels take them (packed for SIMD instructions)."""
-    return {"nzx2": packed16(-int(zx)), "zx": int(zx), "lo4": bytes4(int(lo)), "hi4": bytes4(int(hi))}
+def dsp_tail(zx: int, zy: int, lo: int, hi: int) -> dict[str, int]:
+    """The zero points and clamp as the DSP kernels take them (packed for SIMD instructions)."""
+    return {"nzx2": packed16(-int(zx)), "zx": int(zx), "zy": int(zy), "lo4": bytes4(int(lo)), "hi4": bytes4(int(hi))}
 
 
-def conv_im2col(c: KernelCall, node: Node, g: Graph) -> Answer:
-    """Convolution with groups 1 and dilation 1 whose column (kh x kw x c values, each kernel
-    row rounded up to even, all to a multiple of 8) fits the 1024-value stack buffer, and
-    whose requantization shifts are all >= 33."""
+def requant_args(a: dict) -> tuple[np.ndarray, int]:
+    """The call's {M, rnd, s} rows and fastq (fast_requant)."""
+    return fast_requant(np.asarray(a["mult"].data), np.asarray(a["shift"].data))
+
+
+def is_pointwise_gemm(a: dict) -> bool:
+    """A 1 x 1 convolution, groups 1, stride 1, no padding: in NHWC a GEMM of pixels x channels."""
+    return (a["kh"], a["kw"], a["sh"], a["sw"], a["groups"], a["pt"], a["pl"]) == (1, 1, 1, 1, 1, 0, 0) and \
+        (a["oh"], a["ow"]) == (a["h"], a["wd"])
+
+
+def conv_im2col(c: KernelCall, node: Node, g: Graph, w8: bool) -> Answer:
+    """Convolution with any groups, strides, dilations and pads: per group, im2col + the SMLAD
+    GEMM over that group's channel-pair streams when the column (kh x kw x c/groups values,
+    each kernel row rounded up to even, all to a multiple of 8) fits the 1024-value stack
+    buffer; else a 1 x 1 GEMM goes to the FC kernel and anything else to the K-tiled path
+    (tiles of whole taps; declined only past 2048 input channels per group)."""
     a = c.args
-    oc, kh, kw, ch = a["oc"], a["kh"], a["kw"], a["c"]
-    if a["dh"] != 1 or a["dw"] != 1:
-        return Declined("dilated convolution")
-    seg = round_up(kw * ch, 2)
+    oc, kh, kw, ch, groups = a["oc"], a["kh"], a["kw"], a["c"], a["groups"]
+    icg, ocg = ch // groups, oc // groups
+    seg = round_up(kw * icg, 2)
     kp = round_up(kh * seg, 8)
+    tile = 0
+    wq = np.asarray(a["w"].data).astype(np.int64)  # [oc][kh][kw][icg]
     if kp > COL_WORDS:
-        return Declined(f"im2col column of {kp} values exceeds {COL_WORDS}")
-    wq = np.asarray(a["w"].data).astype(np.int64)  # [oc][kh][kw][c]
+        if is_pointwise_gemm(a):  # a GEMM over the pixels: the FC kernel takes any K
+            return fc_call(a, a["n"] * a["oh"] * a["ow"], ch, oc, w8)
+        seg = round_up(icg, 4)  # the K-tiled layout: one segment per tap
+        if seg > 2 * COL_WORDS:
+            return Declined(f"a group of {icg} input channels (the tiled column takes {2 * COL_WORDS})")
+        tile, kp = 2 * COL_WORDS // seg, kh * kw * seg
+        col = arrange(wq.reshape(oc, kh * kw, icg), padded_order(icg, seg)).reshape(oc, kp)
+    else:
+        col = arrange(wq.reshape(oc, kh, kw * icg), row_order(kw * icg)).reshape(oc, kh * seg)  # per kernel row
+        col = np.concatenate([col, np.zeros((oc, kp - kh * seg), dtype=col.dtype)], axis=1)
     b = np.asarray(a["bias"].data).astype(np.int64)
-    bound = int(np.abs(b).max()) + kh * kw * ch * MAX_PRODUCT
-    q = fast_requant(np.asarray(a["mult"].data), np.asarray(a["shift"].data), int(a["zy"]), bound)
-    if q is None:
-        return Declined(REQUANT_RULE)
-    order = row_order(kw * ch)  # one kernel row
-    rows = wq.reshape(oc, kh, kw * ch)
-    col = arrange(rows, order).reshape(oc, kh * seg)
-    col = np.concatenate([col, np.zeros((oc, kp - kh * seg), dtype=col.dtype)], axis=1)
+    q, fastq = requant_args(a)
+    streams = [pair_streams(col[i * ocg:(i + 1) * ocg], b[i * ocg:(i + 1) * ocg], q[i * ocg:(i + 1) * ocg], w8)
+               for i in range(groups)]
     return kernel(SET, "conv2d_s8_dsp")(
-        **pick(a, "in out n h wd c oh ow oc kh kw sh sw pt pl"), w=Weight("w16", pair_streams(col, b, q), "int16_t"),
-        seg=seg, kp=kp, **dsp_tail(a["zx"], a["lo"], a["hi"]))
+        **pick(a, "in out n h wd c oh ow oc kh kw sh sw pt pl dh dw groups"),
+        w=Weight("w16", np.concatenate(streams), "int16_t"), seg=seg, kp=kp, fastq=fastq, tile=tile, w8=int(w8),
+        **dsp_tail(a["zx"], a["zy"], a["lo"], a["hi"]))
 
 
 DW_VALUES = 2048  # CUVIL_DSP_DW_VALUES: the depthwise row ring, (kh * cc + 1) * wp int16 values
@@ -185,26 +216,21 @@ def dw_chunk(c: int, kh: int, wp: int) -> int:
 
 
 def conv_depthwise(c: KernelCall, node: Node, g: Graph) -> Answer:
-    """Depthwise convolution (groups = in = out channels, dilation 1) whose requantization
-    shifts are all >= 33 and where one input row of one channel (plus padding) fits the row
-    ring: 3x3 stride 1 or 2 -> conv2d_s8_dsp_dw3x3 (transposed when that makes fewer 4-output
-    blocks), anything else -> conv2d_s8_dsp_dw."""
+    """Depthwise convolution (groups = in = out channels, dilation 1) where one input row of one
+    channel (plus padding) fits the row ring: 3x3 stride 1 or 2 with every requantization shift
+    >= 33 -> conv2d_s8_dsp_dw3x3 (transposed when that makes fewer 4-output blocks), anything
+    else -> conv2d_s8_dsp_dw. None when neither applies (conv_im2col takes it then)."""
     a = c.args
     n, h, wd, ch, oh, ow, oc = (a[k] for k in ("n", "h", "wd", "c", "oh", "ow", "oc"))
     kh, kw, sh, sw, pt, pl = (a[k] for k in ("kh", "kw", "sh", "sw", "pt", "pl"))
-    if not (a["groups"] == ch == oc):
-        return Declined("grouped convolution that is not depthwise")
-    if a["dh"] != 1 or a["dw"] != 1:
-        return Declined("dilated convolution")
+    if not (a["groups"] == ch == oc) or a["dh"] != 1 or a["dw"] != 1:
+        return None
     wq = np.asarray(a["w"].data).astype(np.int64).reshape(ch, kh, kw)
     b = np.asarray(a["bias"].data).astype(np.int64)
-    q = fast_requant(np.asarray(a["mult"].data), np.asarray(a["shift"].data), int(a["zy"]),
-                     int(np.abs(b).max()) + kh * kw * MAX_PRODUCT)
-    if q is None:
-        return Declined(REQUANT_RULE)
-    tail = dsp_tail(a["zx"], a["lo"], a["hi"])
+    q, fastq = requant_args(a)
+    tail = dsp_tail(a["zx"], a["zy"], a["lo"], a["hi"])
     io = pick(a, "in out n c")
-    if kh == kw == 3 and sh == sw and sh in (1, 2):
+    if kh == kw == 3 and sh == sw and sh in (1, 2) and fastq:
         # the kernel works along rows, 4 outputs per block: walk a narrow image by its columns
         transposed = ow * -(-oh // 4) < oh * -(-ow // 4)
         if transposed:
@@ -212,20 +238,22 @@ def conv_depthwise(c: KernelCall, node: Node, g: Graph) -> Answer:
             wq = wq.transpose(0, 2, 1)
         wp = round_up(max(pl + wd, 4 * sw * -(-ow // 4) + 2), 2)
         cc = dw_chunk(ch, 3, wp)
-        if cc < 1:
-            return Declined("one input row does not fit the depthwise row ring")
-        rows = np.stack([wq[:, :, 0], wq[:, :, 1], wq[:, :, 2], np.zeros_like(wq[:, :, 0]),
-                         np.zeros_like(wq[:, :, 0]), wq[:, :, 0], wq[:, :, 1], wq[:, :, 2]], axis=2)  # [c][3][8]
-        stream = np.concatenate([as_int16(np.repeat(b.reshape(ch, 1), 4, axis=1)).reshape(ch, 8),
-                                 rows.reshape(ch, 24).astype(np.int16), as_int16(q).reshape(ch, 6)], axis=1)
-        return kernel(SET, "conv2d_s8_dsp_dw3x3")(
-            **io, w=Weight("w16", stream.reshape(-1).astype(np.int16), "int16_t"), h=h, wd=wd, oh=oh, ow=ow, s=sw,
-            pt=pt, pl=pl, transposed=int(transposed), wp=wp, cc=cc, **tail)
+        if cc >= 1:
+            rows = np.stack([wq[:, :, 0], wq[:, :, 1], wq[:, :, 2], np.zeros_like(wq[:, :, 0]),
+                             np.zeros_like(wq[:, :, 0]), wq[:, :, 0], wq[:, :, 1], wq[:, :, 2]], axis=2)  # [c][3][8]
+            stream = np.concatenate([as_int16(np.repeat(b.reshape(ch, 1), 4, axis=1)).reshape(ch, 8),
+                                     rows.reshape(ch, 24).astype(np.int16), as_int16(q).reshape(ch, 6)], axis=1)
+            return kernel(SET, "conv2d_s8_dsp_dw3x3")(
+                **io, w=Weight("w16", stream.reshape(-1).astype(np.int16), "int16_t"), h=h, wd=wd, oh=oh, ow=ow,
+                s=sw, pt=pt, pl=pl, transposed=int(transposed), wp=wp, cc=cc, **tail)
+        if transposed:  # back to the real geometry for the general kernel
+            h, wd, oh, ow, pt, pl = wd, h, ow, oh, pl, pt
+            wq = wq.transpose(0, 2, 1)
     kwp = round_up(kw, 2)
     wp = round_up(max(pl + wd, (ow - 1) * sw + kwp), 2)
     cc = dw_chunk(ch, kh, wp)
     if cc < 1:
-        return Declined("one input row does not fit the depthwise row ring")
+        return None
     taps = np.zeros((ch, kh, kwp), dtype=np.int64)
     taps[:, :, :kw] = wq
     stream = np.concatenate([as_int16(b.reshape(ch, 1)).reshape(ch, 2), taps.reshape(ch, -1).astype(np.int16),
@@ -236,31 +264,35 @@ def conv_depthwise(c: KernelCall, node: Node, g: Graph) -> Answer:
 
 
 def conv_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
-    """Depthwise (conv_depthwise) or groups 1 (conv_im2col); anything else stays portable."""
-    if c["groups"] > 1:
-        return conv_depthwise(c, node, g)
-    return conv_im2col(c, node, g)
+    """Depthwise (conv_depthwise) where its row kernels take it, else the grouped im2col GEMM
+    (conv_im2col: groups 1, grouped, depth multipliers > 1, dilations)."""
+    return (conv_depthwise(c, node, g) if c["groups"] > 1 else None) or conv_im2col(c, node, g, int8_weights(options))
 
 
 # --- fully connected ------------------------------------------------------------------------------
 def fc_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
-    """Fully connected with K' = k rounded up to 8 at most 2048 and requantization shifts
-    >= 33: the input row becomes int16 (x - zx) once, then 1 row x 4 outputs per SMLAD loop."""
-    a = c.args
-    k, n = a["k"], a["n"]
+    """Every int8 fully connected layer: the input row becomes int16 (x - zx) once (up to
+    K' = 2048; longer rows are widened on the fly), then 1 row x 4 outputs per SMLAD loop."""
+    return fc_call(c.args, c.args["rows"], c.args["k"], c.args["n"], int8_weights(options))
+
+
+def int8_weights(options) -> bool:
+    """The build's weight layout (CodegenOptions.weight_layout: --weight-layout, else the board's
+    `weight_layout`): int8 bytes in flash (the default), or int16 pre-widened."""
+    return getattr(options, "weight_layout", "int8") != "int16"
+
+
+def fc_call(a: dict, rows: int, k: int, n: int, w8: bool) -> KernelCall:
+    """fc_s8_dsp for `rows` rows of k inputs and n outputs, weights a["w"] as [n][k]."""
     kp = round_up(k, 8)
-    if kp > 2 * FC_COL_WORDS:
-        return Declined(f"more than {2 * FC_COL_WORDS} inputs")
-    wq = np.asarray(a["w"].data).astype(np.int64)  # [n][k]
+    wq = np.asarray(a["w"].data).astype(np.int64).reshape(n, k)
     b = np.asarray(a["bias"].data).astype(np.int64)
-    q = fast_requant(np.asarray(a["mult"].data), np.asarray(a["shift"].data), int(a["zy"]),
-                     int(np.abs(b).max()) + k * MAX_PRODUCT)
-    if q is None:
-        return Declined(REQUANT_RULE)
+    q, fastq = requant_args(a)
     col = arrange(wq, row_order(k))
     col = np.concatenate([col, np.zeros((n, kp - col.shape[1]), dtype=col.dtype)], axis=1)
-    return kernel(SET, "fc_s8_dsp")(**pick(a, "in out rows k n"), w=Weight("w16", quad_streams(col, b, q), "int16_t"),
-                                    kp=kp, **dsp_tail(a["zx"], a["lo"], a["hi"]))
+    return kernel(SET, "fc_s8_dsp")(**pick(a, "in out"), rows=rows, k=k, n=n,
+                                    w=Weight("w16", quad_streams(col, b, q, w8), "int16_t"), kp=kp, fastq=fastq, w8=int(w8),
+                                    **dsp_tail(a["zx"], a["zy"], a["lo"], a["hi"]))
 
 
 # --- pooling and element-wise ------------------------------------------------------------------
@@ -270,33 +302,53 @@ def maxpool_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
 
 
 def avgpool_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
-    """Average pooling whose window rows have at most 256 taps (int16 lane sums)."""
-    if c["kw"] > AVG_LANE_TAPS:
-        return Declined(f"window rows of more than {AVG_LANE_TAPS} taps")
+    """Every int8 average pooling (int16 lane sums flushed into int32 every 256 taps)."""
     return kernel(SET, "avgpool_s8_dsp")(**c.args)
 
 
+def merged_dims(dims: list[int], sa: list[int], sb: list[int]) -> tuple[list[int], list[int], list[int]]:
+    """The broadcast geometry with size-1 axes dropped and adjacent axes merged where both
+    operands step through them as one (s[i] == s[i+1] * d[i+1]), left-padded to 4 axes: the
+    innermost run becomes as long as possible (a whole tensor for a same-shape add, a row of
+    channels for per-channel broadcasting)."""
+    axes = [(d, int(a), int(b)) for d, a, b in zip(dims, sa, sb) if d > 1]
+    merged: list[tuple[int, int, int]] = []
+    for d, a, b in axes:
+        if merged and merged[-1][1] == a * d and merged[-1][2] == b * d:
+            merged[-1] = (merged[-1][0] * d, a, b)
+        else:
+            merged.append((d, a, b))
+    merged = [(1, 0, 0)] * (4 - len(merged)) + merged
+    return [m[0] for m in merged], [m[1] for m in merged], [m[2] for m in merged]
+
+
+def wrap32(value: int) -> int:
+    """value modulo 2^32 as the uint32_t the C kernel takes."""
+    return value & 0xFFFFFFFF
+
+
 def add_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
-    """Add of two operands with the output's shape (no broadcasting) when the folded constant
-    c0 = 2^(shift-1) - za*ma - zb*mb + (zy << shift) keeps every int32 sum in range."""
+    """Every int8 add, broadcasting included: c0 = 2^(shift-1) - za*ma - zb*mb folded modulo
+    2^32 (add_s8's int32 sum is reached exactly in wrapping arithmetic), zy added after the shift."""
     a = c.args
-    dims = [a[f"d{i}"] for i in range(4)]
-    sa, sb = [a[f"sa{i}"] for i in range(4)], [a[f"sb{i}"] for i in range(4)]
-    za, zb, ma, mb, shift, zy, lo, hi = (int(a[k]) for k in ("za", "zb", "ma", "mb", "shift", "zy", "lo", "hi"))
-    contiguous = [int(np.prod(dims[i + 1:], dtype=np.int64)) if dims[i] > 1 else 0 for i in range(4)]
-    if [int(v) if d > 1 else 0 for v, d in zip(sa, dims)] != contiguous or \
-            [int(v) if d > 1 else 0 for v, d in zip(sb, dims)] != contiguous:
-        return Declined("broadcasting add")
-    c0 = (1 << (shift - 1)) - za * ma - zb * mb + (zy << shift)
-    if abs(c0) + 128 * (abs(ma) + abs(mb)) > INT32_MAX:
-        return Declined("the folded rounding constant leaves int32")
-    size = int(np.prod(dims, dtype=np.int64))
-    return kernel(SET, "add_s8_dsp")(**pick(a, "a b out ma mb shift"), size=size, c0=c0, lo4=bytes4(lo),
-                                     hi4=bytes4(hi))
+    dims, sa, sb = merged_dims([a[f"d{i}"] for i in range(4)], [a[f"sa{i}"] for i in range(4)],
+                               [a[f"sb{i}"] for i in range(4)])
+    za, zb, ma, mb, shift = (int(a[k]) for k in ("za", "zb", "ma", "mb", "shift"))
+    c0 = (1 << (shift - 1)) - za * ma - zb * mb
+    geometry = {**{f"d{i}": d for i, d in enumerate(dims)}, **{f"sa{i}": s for i, s in enumerate(sa)},
+                **{f"sb{i}": s for i, s in enumerate(sb)}}
+    return kernel(SET, "add_s8_dsp")(**pick(a, "a b out ma mb shift zy"), **geometry, c0=wrap32(c0),
+                                     lo4=bytes4(int(a["lo"])), hi4=bytes4(int(a["hi"])))
+
+
+def softmax_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
+    """Every int8 softmax: 32-bit sums and UDIV where a row has fewer than 2^15 values (exact:
+    the table's values are <= 2^16), the 64-bit form beyond."""
+    return kernel(SET, "softmax_s8_dsp")(**c.args, wide=int(c["cols"] >= 1 << 15))
 
 
 @register_kernel_set
 class CortexMDsp(KernelSet):
     name = SET
     rules = {"conv2d_s8": conv_rule, "fc_s8": fc_rule, "maxpool_s8": maxpool_rule,
-             "avgpool_s8": avgpool_rule, "add_s8": add_rule}
+             "avgpool_s8": avgpool_rule, "add_s8": add_rule, "softmax_s8": softmax_rule}

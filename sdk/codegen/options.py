@@ -10,3 +10,4 @@ class CodegenOptions:
     precision: str = "int8"  # the model's precision; a layer may carry its own (Node.precision)
     threads: int = 1  # standard profile, Linux boards: large layers split over this many threads
     debug_dump: bool = False  # hand every layer's output to <name>_debug_dump
+    weight_layout: str = "int8"  # cortex_m_dsp GEMM/FC weights in flash: "int8" or "int16" (pre-widened)

@@ -197,9 +197,20 @@ def quantize_weighted(node: Node, g: Graph, axis: int) -> None:
     else:
         mult, shift = quantize_multipliers(bias_scale / sy)
         lo, hi = fused_int_range(node, sy, zy)
-        bias = np.clip(bias, -2**31, 2**31 - 1).astype(np.int32)
+        limit = int32_bias_limit(wq, axis)
+        bias = np.clip(bias, -limit, limit).astype(np.int32)
     node.q = {"w": wq, "bias": bias, "mult": mult, "shift": shift, "zx": zx, "zy": zy, "act_min": lo, "act_max": hi,
               "dtype": "int16" if is_wide(node) else "int8"}
+
+
+def int32_bias_limit(wq: np.ndarray, axis: int) -> np.ndarray:
+    """Per output channel, the largest |bias| that keeps bias + sum((x - zx) * w) in int32 for
+    every int8 input and zero point (|x - zx| <= 255): 2^31 - 1 - 255 * sum|w|. Clipping the
+    bias there (it only binds where the bias already dwarfs the weights, e.g. a channel whose
+    weights are nearly zero) makes the int32 accumulators of every C kernel exact against the
+    int64 numpy reference, whatever the order of accumulation."""
+    moved = np.moveaxis(np.asarray(wq, dtype=np.int64), axis, 0)
+    return np.maximum((2**31 - 1) - 255 * np.abs(moved.reshape(moved.shape[0], -1)).sum(axis=1), 0)
 
 
 def bias_correction(node: Node, g: Graph, w: np.ndarray, wq: np.ndarray, sw: np.ndarray, axis: int):

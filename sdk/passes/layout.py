@@ -38,6 +38,23 @@ def to_channels_last(g: Graph) -> None:
     g.remove_unused()
 
 
+def inputs_channels_last(g: Graph) -> None:
+    """--input-layout nhwc: the user's data is channels-last (a camera frame). Every 4-D graph
+    input keeps its name but takes NHWC data; a Transpose back to the model's NCHW view feeds
+    its consumers, and to_channels_last then cancels it against the NHWC conversion of the
+    first spatial op, so no transpose runs on the device."""
+    for name in g.inputs:
+        t = g.tensors[name]
+        if len(t.shape) != 4 or name in g.outputs:
+            continue
+        inner = g.add_tensor(name + "_nchw", t.shape, t.dtype)
+        g.replace_uses(name, inner)
+        g.tensors[inner].q = copy.deepcopy(t.q)
+        t.shape = permuted(t.shape, TO_NHWC)
+        t.origin = (name, list(TO_NHWC))
+        g.nodes.insert(0, transpose_node(g, name, inner, TO_NCHW))
+
+
 def permuted(shape: tuple[int, ...], perm: list[int]) -> tuple[int, ...]:
     return tuple(shape[p] for p in perm)
 

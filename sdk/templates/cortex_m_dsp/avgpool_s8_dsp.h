@@ -4,7 +4,7 @@
 #include "cuvil_dsp_common.h"
 /* ---- end cuvil_dsp_common ---- */
 /* int8 average pooling, NHWC, as avgpool_s8 bit for bit: 4 channels per word summed in int16
- * lanes by SXTAB16 (at most 256 taps between flushes into int32, so no lane overflows), then
+ * lanes by SXTAB16 (at most 256 taps between flushes into int32, so no lane overflows, however long a row), then
  * acc = sum - valid * zx and cuvil_requant with the multiplier of the window's count (which
  * includes the padding when asked). Channels beyond a multiple of 4 one by one. */
 static void avgpool_s8_dsp(const int8_t *in, int8_t *out, int n, int h, int w, int c, int oh, int ow, int kh, int kw,
@@ -35,18 +35,21 @@ static void avgpool_s8_dsp(const int8_t *in, int8_t *out, int n, int h, int w, i
                     int taps = 0;
                     const int8_t *rowp = base + ch;
                     for (int iy = ylo; iy < yhi; iy++, rowp += (long)w * c) {
-                        if (taps + width > 256) {
-                            a0 += (int16_t)s02; a2 += (int32_t)s02 >> 16; a1 += (int16_t)s13; a3 += (int32_t)s13 >> 16;
-                            s02 = s13 = 0u;
-                            taps = 0;
-                        }
                         const int8_t *p = rowp;
-                        for (int ix = 0; ix < width; ix++, p += c) {
-                            const uint32_t v = cuvil_ld32(p);
-                            s02 = cuvil_sxtab16(s02, v);
-                            s13 = cuvil_sxtab16_r8(s13, v);
+                        for (int ix = 0; ix < width;) {
+                            if (taps == 256) {
+                                a0 += (int16_t)s02; a2 += (int32_t)s02 >> 16; a1 += (int16_t)s13; a3 += (int32_t)s13 >> 16;
+                                s02 = s13 = 0u;
+                                taps = 0;
+                            }
+                            const int run = width - ix < 256 - taps ? width - ix : 256 - taps;
+                            for (int e = ix + run; ix < e; ix++, p += c) {
+                                const uint32_t v = cuvil_ld32(p);
+                                s02 = cuvil_sxtab16(s02, v);
+                                s13 = cuvil_sxtab16_r8(s13, v);
+                            }
+                            taps += run;
                         }
-                        taps += width;
                     }
                     a0 += (int16_t)s02; a2 += (int32_t)s02 >> 16; a1 += (int16_t)s13; a3 += (int32_t)s13 >> 16;
                     dst[ch] = cuvil_requant(a0 - offset, m, s, zy, -128, 127);

@@ -39,7 +39,7 @@ static void cuvil_dw_row_general(const struct cuvil_dw *k, int oy, const int16_t
                     acc = (int32_t)cuvil_smlad(cuvil_ld32(x), cuvil_ld32(wr), (uint32_t)acc);
                 }
             }
-            *o = (int8_t)cuvil_clamp4((uint32_t)cuvil_rq(acc, m, rnd, s), k->lo4, k->hi4);
+            *o = (int8_t)cuvil_clamp4((uint32_t)cuvil_rq(acc, m, rnd, s, k->zy), k->lo4, k->hi4);
         }
     }
 }
@@ -51,9 +51,9 @@ static void cuvil_dw_row_general(const struct cuvil_dw *k, int oy, const int16_t
  * cc: channels per chunk; nzx2: -zx in both 16-bit halves; lo4/hi4: clamp in every byte. */
 static void conv2d_s8_dsp_dw(const int8_t *in, int8_t *out, const int16_t *w, int n, int h, int wd, int c, int oh,
                              int ow, int kh, int kw, int sh, int sw, int pt, int pl, int wp, int cc, int stream,
-                             uint32_t nzx2, int32_t zx, uint32_t lo4, uint32_t hi4)
+                             uint32_t nzx2, int32_t zx, int32_t zy, uint32_t lo4, uint32_t hi4)
 {
     struct cuvil_dw k = {in, out, w, 0, 0, n, h, wd, c, oh, ow, kh, kw, sh, sw, pt, pl, wp, cc, stream,
-                         (long)wd * c, c, (long)ow * c, c, nzx2, lo4, hi4, zx};
+                         (long)wd * c, c, (long)ow * c, c, nzx2, lo4, hi4, zx, zy};
     cuvil_dw_run(&k, cc, cuvil_dw_row_general);
 }

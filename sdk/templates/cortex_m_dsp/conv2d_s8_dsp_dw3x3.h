@@ -26,6 +26,7 @@ struct cuvil_dw3 {
     int32_t step;                /* 20: bytes between horizontally adjacent outputs */
     uint32_t lo4, hi4;           /* 24, 28: output clamp in every byte */
     int32_t count;               /* 32: outputs in the row (the last block stores 1-4) */
+    int32_t zy;                  /* 36: output zero point */
 };
 
 #define CUVIL_DW3_ROW_S1(R)                   \
@@ -68,6 +69,8 @@ struct cuvil_dw3 {
     ROW("r1") ROW("r3") ROW("r2")             \
     "ldmia r12, {r4, r5, r6}\n\t"             \
     "sub r12, r12, #64\n\t"                   \
+    "ldr r0, [sp]\n\t"                        \
+    "ldr r0, [r0, #36]\n\t"                   \
     "smmla r8, r8, r4, r5\n\t"                \
     "smmla r9, r9, r4, r5\n\t"                \
     "smmla r10, r10, r4, r5\n\t"              \
@@ -76,10 +79,7 @@ struct cuvil_dw3 {
     "asr r9, r9, r6\n\t"                      \
     "asr r10, r10, r6\n\t"                    \
     "asr r11, r11, r6\n\t"                    \
-    "ssat r8, #8, r8\n\t"                     \
-    "ssat r9, #8, r9\n\t"                     \
-    "ssat r10, #8, r10\n\t"                   \
-    "ssat r11, #8, r11\n\t"                   \
+    CUVIL_ASM_ZY_SAT4("r0")               \
     "bfi r8, r9, #8, #8\n\t"                  \
     "bfi r8, r10, #16, #8\n\t"                \
     "bfi r8, r11, #24, #8\n\t"                \
@@ -146,6 +146,7 @@ static void cuvil_dw3x3_row(const struct cuvil_dw *k, int oy, const int16_t *con
     d.step = (int32_t)k->out_pix;
     d.lo4 = k->lo4;
     d.hi4 = k->hi4;
+    d.zy = k->zy;
     const long b = oy / k->oh;
     int8_t *out = k->out + b * k->oh * k->ow * k->c + (oy - b * k->oh) * k->out_row;
     for (int ch = 0; ch < k->cc; ch++) {
@@ -170,12 +171,12 @@ static void cuvil_dw3x3_row(const struct cuvil_dw *k, int oy, const int16_t *con
  * nzx2: -zx in both 16-bit halves; lo4/hi4: clamp in every byte. */
 static void conv2d_s8_dsp_dw3x3(const int8_t *in, int8_t *out, const int16_t *w, int n, int h, int wd, int c, int oh,
                                 int ow, int s, int pt, int pl, int transposed, int wp, int cc, uint32_t nzx2,
-                                int32_t zx, uint32_t lo4, uint32_t hi4)
+                                int32_t zx, int32_t zy, uint32_t lo4, uint32_t hi4)
 {
     /* strides of the walked image (rows of wd pixels) in the NHWC tensor of the real one */
     const long in_row = transposed ? c : (long)wd * c, in_pix = transposed ? (long)h * c : c;
     const long out_row = transposed ? c : (long)ow * c, out_pix = transposed ? (long)oh * c : c;
     struct cuvil_dw k = {in, out, w, 0, 0, n, h, wd, c, oh, ow, 3, 3, s, s, pt, pl, wp, cc, 38,
-                         in_row, in_pix, out_row, out_pix, nzx2, lo4, hi4, zx};
+                         in_row, in_pix, out_row, out_pix, nzx2, lo4, hi4, zx, zy};
     cuvil_dw_run(&k, cc, cuvil_dw3x3_row);
 }

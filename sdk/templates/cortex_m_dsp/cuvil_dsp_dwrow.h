@@ -61,7 +61,7 @@ struct cuvil_dw {
     int n, h, wd, c, oh, ow, kh, kw, sh, sw, pt, pl, wp, cc, stream;
     long in_row, in_pix, out_row, out_pix; /* bytes between rows / adjacent pixels of a row */
     uint32_t nzx2, lo4, hi4;
-    int32_t zx;
+    int32_t zx, zy;
 };
 
 /* Per output row of the chunk: convert the input rows it needs that are not in the ring yet,
