@@ -343,8 +343,12 @@ def add_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
 
 def softmax_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Every int8 softmax: 32-bit sums and UDIV where a row has fewer than 2^15 values (exact:
-    the table's values are <= 2^16), the 64-bit form beyond."""
-    return kernel(SET, "softmax_s8_dsp")(**c.args, wide=int(c["cols"] >= 1 << 15))
+    the table's values are <= 2^16), the 64-bit form beyond. The kernel reads contiguous rows:
+    a softmax over an axis that is not the innermost stays on the portable kernel."""
+    if c["inner"] != 1:
+        return Declined("softmax over an axis that is not the innermost (strided rows)")
+    args = {k: v for k, v in c.args.items() if k != "inner"}
+    return kernel(SET, "softmax_s8_dsp")(**args, wide=int(c["cols"] >= 1 << 15))
 
 
 @register_kernel_set
