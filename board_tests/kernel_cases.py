@@ -793,6 +793,77 @@ def dsp_add_words(b, x):
 
 
 # --- groups ------------------------------------------------------------------------------------
+# --- shape and data movement (ops/movement.py, ops/resize.py) ------------------------------------
+def i64(b: Builder, values) -> str:
+    return b.const(np.array(values), "i", np.int64)
+
+
+@case((1, 6, 7, 8))
+def shape_slice_neg_step(b, x):
+    """negative and positive steps, a clamped end"""
+    return b.op("Slice", [x[0], i64(b, [5, 0, 1]), i64(b, [0, 100, -1]), i64(b, [1, 3, 2]), i64(b, [-2, 3, 1])])
+
+
+@case((1, 7, 5))
+def shape_split_3(b, x):
+    outs = [b.fresh("split") for _ in range(3)]
+    b.nodes.append(helper.make_node("Split", [x[0], i64(b, [2, 4, 1])], outs, name=b.fresh("Split"), axis=1))
+    return outs
+
+
+@case((1, 3, 5, 4))
+def shape_gather_axis2(b, x):
+    return b.op("Gather", [x[0], i64(b, [[4, 0], [-1, 2]])], axis=2)
+
+
+@case((1, 1, 5, 6))
+def shape_expand_tile(b, x):
+    """Expand over channels, then Tile"""
+    return b.op("Tile", [b.op("Expand", [x[0], i64(b, [1, 3, 5, 6])]), i64(b, [1, 2, 1, 2])])
+
+
+@case((1, 8, 3, 5))
+def shape_depthtospace_dcr(b, x):
+    return b.op("DepthToSpace", x, blocksize=2)
+
+
+@case((1, 18, 2, 3))
+def shape_depthtospace_crd(b, x):
+    return b.op("DepthToSpace", x, blocksize=3, mode="CRD")
+
+
+@case((1, 2, 3, 4, 6))
+def shape_spacetodepth(b, x):
+    """a batch of 2, through a Reshape of the input"""
+    return b.op("SpaceToDepth", [b.reshape(x[0], [2, 3, 4, 6])], blocksize=2)
+
+
+@case((1, 3, 4, 5))
+def shape_resize_nearest(b, x):
+    return b.op("Resize", [x[0], "", "", i64(b, [1, 3, 9, 7])], mode="nearest")
+
+
+@case((1, 3, 4, 5))
+def shape_resize_linear_halfpixel(b, x):
+    return b.op("Resize", [x[0], "", b.const([1, 1, 2, 2], "scales")], mode="linear")
+
+
+@case((1, 3, 5, 7))
+def shape_resize_linear_align(b, x):
+    """align_corners on a conv's output: the blend of non-trivial codes, downscaled in width"""
+    y = b.conv(x[0], 3, 4, (3, 3), pads=[1, 1, 1, 1])
+    return b.op("Resize", [y, "", "", i64(b, [1, 4, 9, 4])], mode="linear", coordinate_transformation_mode="align_corners")
+
+
+@case((1, 3, 4, 4))
+def shape_flatten_exported(b, x):
+    """torch's x.view(x.size(0), -1) -> Gemm: the shape subgraph is folded at compile time"""
+    s = b.op("Shape", x)
+    n = b.op("Unsqueeze", [b.op("Gather", [s, b.const(0, "zero", np.int64)], axis=0), i64(b, [0])])
+    flat = b.op("Reshape", [x[0], b.op("Concat", [n, i64(b, [-1])], axis=0)])
+    return b.gemm(flat, 48, 5)
+
+
 def ids_with(prefix: str) -> list[str]:
     return [c for c in CASES if c.startswith(prefix)]
 
@@ -806,6 +877,7 @@ HOST_GROUPS: dict[str, list[str]] = {
     "qdq_ties": ids_with("qdq_"),
     "network": ["network"],
     "dsp_paths": ids_with("dsp_"),
+    "shape_ops": ids_with("shape_"),
 }
 assert sorted(c for g in HOST_GROUPS.values() for c in g) == sorted(CASES), "every case is in one host group"
 
@@ -813,7 +885,8 @@ assert sorted(c for g in HOST_GROUPS.values() for c in g) == sorted(CASES), "eve
 FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", "gemm_transb", "matmul_3d",
               "add_bcast_both", "mul_const_per_channel", "maxpool_ceil", "avgpool_ceil_include_pad", "global_avgpool",
               "concat_channels", "pad_value", "transpose_0321", "leaky_relu", "sigmoid", "hardswish", "tanh",
-              "softmax_rows", "network"]
+              "softmax_rows", "network", "shape_slice_neg_step", "shape_split_3", "shape_depthtospace_crd",
+              "shape_resize_nearest", "shape_resize_linear_halfpixel", "shape_resize_linear_align"]
 
 # cortex-m7 (profile lite): one firmware per group (the op grid, the QDQ ties, the network)
 M7_GROUPS: dict[str, list[str]] = {

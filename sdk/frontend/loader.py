@@ -12,9 +12,11 @@ from ..boards import Board
 from ..errors import ModelError, UsageError
 from ..ir import Graph, Node, Tensor
 from ..ops import REGISTRY, supported_ops
+from ..ops.static import compile_time_inputs
 from ..plugins import check_node_types, op_key, unknown_op_message
 from ..profiles import Profile
 from ..quant.qdq_import import has_qdq, import_qdq
+from ..passes.constant_folding import NEVER_FOLD
 from .safety import CONTROL_FLOW_OPS, check_external_data, first_line, load_external_data, read_model_file
 
 TARGET_OPSET = 13
@@ -123,9 +125,24 @@ def upgrade_opset(model: onnx.ModelProto) -> onnx.ModelProto:
     if version >= TARGET_OPSET:
         return model
     try:
-        return onnx.version_converter.convert_version(model, TARGET_OPSET)
+        upgraded = onnx.version_converter.convert_version(model, TARGET_OPSET)
     except Exception as exc:
         raise ModelError(f"cannot upgrade opset {version} to {TARGET_OPSET}: {first_line(exc)}") from None
+    if version < 11:
+        keep_opset10_resize(upgraded)
+    return upgraded
+
+
+def keep_opset10_resize(model: onnx.ModelProto) -> None:
+    """Upsample and opset-10 Resize sample at asymmetric coordinates and round nearest
+    down (when enlarging, their purpose); the converter's Resize-11 leaves the attributes out,
+    which would mean half_pixel and round_prefer_floor."""
+    for node in model.graph.node:
+        names = {a.name for a in node.attribute}
+        if node.op_type == "Resize" and "coordinate_transformation_mode" not in names:
+            node.attribute.append(helper.make_attribute("coordinate_transformation_mode", "asymmetric"))
+            if "nearest_mode" not in names:
+                node.attribute.append(helper.make_attribute("nearest_mode", "floor"))
 
 
 def constant_value(node: onnx.NodeProto) -> np.ndarray:
@@ -235,9 +252,14 @@ def fixed_input_shape(inp: onnx.ValueInfoProto, overrides: dict[str, tuple[int, 
 
 
 def infer_shapes(g: Graph, board: Board) -> None:
-    """Run each op's own support check and shape inference, in order."""
-    for node in g.nodes:
+    """Run each op's own support check and shape inference, in order. A node whose value is
+    known at compile time (constant inputs, or only its input's static shape) is evaluated
+    here and becomes a constant, so that the ops after it see constants (ops/static.py)."""
+    for node in list(g.nodes):
         op = REGISTRY[node.op]
+        if is_static(node, g):
+            fold_node(node, g, board)
+            continue
         op.check(node, g)
         shapes = op.infer(node, g)
         for out, shape in zip(node.outputs, shapes):
@@ -249,6 +271,43 @@ def infer_shapes(g: Graph, board: Board) -> None:
                 raise ModelError(f"tensor '{out}' of node '{node.name}' ({t.size} values) is larger than the RAM "
                                  f"of board '{board.name}' ({board.ram_bytes} bytes) even as int8")
             g.tensors[out] = t
-        for extra in node.outputs[len(shapes):]:
-            if extra:
-                raise ModelError(f"node '{node.name}' ({node.op}): output '{extra}' is not supported")
+        refuse_extra_outputs(node, shapes)
+
+
+def refuse_extra_outputs(node: Node, shapes: list) -> None:
+    for extra in node.outputs[len(shapes):]:
+        if extra:
+            raise ModelError(f"node '{node.name}' ({node.op}): output '{extra}' is not supported")
+
+
+def is_static(node: Node, g: Graph) -> bool:
+    if node.op in NEVER_FOLD:
+        return False
+    inputs = [g.tensors[i] for i in node.inputs if i]
+    return all(t.is_const for t in inputs) or bool(getattr(REGISTRY[node.op], "reads_shape_only", False))
+
+
+def fold_node(node: Node, g: Graph, board: Board) -> None:
+    """Evaluate `node` with numpy and replace it by constants (its output shapes checked
+    against the board's flash first: a constant's size is the model's to choose)."""
+    op = REGISTRY[node.op]
+    shapes = op.infer(node, g)
+    refuse_extra_outputs(node, shapes)
+    for out, shape in zip(node.outputs, shapes):
+        size = int(np.prod(shape, dtype=np.float64))
+        if size > board.flash_bytes:
+            raise ModelError(f"constant '{out}' of node '{node.name}' ({size} values) is larger than the flash of "
+                             f"board '{board.name}' ({board.flash_bytes} bytes) even as int8")
+        if out:
+            g.tensors[out] = Tensor(out, tuple(int(d) for d in shape))
+    with np.errstate(all="ignore"):
+        values = op.run_float(node, g, compile_time_inputs(node, g))
+    for out, value in zip(node.outputs, values):
+        if not out:
+            continue
+        value = np.array(value, order="C")  # (ascontiguousarray would make a scalar 1-D)
+        if out in g.outputs:
+            raise ModelError(f"output '{out}' of node '{node.name}' ({node.op}) is a constant (computed at compile "
+                             f"time); a model output must depend on a model input")
+        g.tensors[out] = Tensor(out, tuple(value.shape), str(value.dtype), value)
+    g.nodes.remove(node)

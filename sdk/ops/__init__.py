@@ -5,11 +5,14 @@ from . import (  # noqa: F401  (imported for registration)
     elementwise,
     qdq,
     gemm,
+    movement,
     normalization,
     pool,
     reduce,
+    resize,
     shape,
     softmax,
+    static,
 )
 from .registry import REGISTRY, OpDef, get_op, supported_ops
 

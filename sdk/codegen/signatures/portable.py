@@ -54,3 +54,10 @@ declare(SET, "softmax_f32", In("in", "float"), Out("out", "float"), *I("rows col
 declare(SET, "softmax_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("rows cols"), W("exp_table", "int32_t"))
 declare(SET, "transpose_f32", In("in", "float"), Out("out", "float"), *I("o0 o1 o2 o3 s0 s1 s2 s3"))
 declare(SET, "transpose_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("o0 o1 o2 o3 s0 s1 s2 s3"))
+for _variant, _t in (("s8", "int8_t"), ("s16", "int16_t"), ("f32", "float")):
+    declare(SET, f"remap_{_variant}", In("in", _t), Out("out", _t), *I("o0 o1 o2 o3"), W("t0", "int32_t"),
+            W("t1", "int32_t"), W("t2", "int32_t"), W("t3", "int32_t"))
+for _variant, _t, _wt in (("s8", "int8_t", "int32_t"), ("f32", "float", "float")):
+    declare(SET, f"resize_linear_{_variant}", In("in", _t), Out("out", _t), *I("outer h w oh ow"),
+            W("y0", "int32_t"), W("y1", "int32_t"), W("wy", _wt), W("x0", "int32_t"), W("x1", "int32_t"),
+            W("wx", _wt))
