@@ -149,12 +149,23 @@ def constant_value(node: onnx.NodeProto) -> np.ndarray:
     for attr in node.attribute:
         value = helper.get_attribute_value(attr)
         if attr.name == "value":
-            return numpy_helper.to_array(value)
+            return tensor_array(value, f"value of Constant node '{node.name}'")
         if attr.name in ("value_float", "value_floats"):
             return np.array(value, dtype=np.float32)
         if attr.name in ("value_int", "value_ints"):
             return np.array(value, dtype=np.int64)
     raise ModelError(f"Constant node '{node.name}' has no supported value attribute")
+
+
+def tensor_array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
+    """The tensor's values; data that disagrees with its dims or type (which the checker lets
+    through: raw bytes are not counted) is refused, naming the tensor."""
+    try:
+        with np.errstate(all="ignore"):
+            return numpy_helper.to_array(tensor)
+    except Exception as exc:  # numpy and onnx raise ValueError, TypeError, KeyError... on malformed data
+        raise ModelError(f"{what}: its data does not match its type and dims {list(tensor.dims)} "
+                         f"({type(exc).__name__})") from None
 
 
 def node_attrs(node: onnx.NodeProto) -> dict:
@@ -164,7 +175,7 @@ def node_attrs(node: onnx.NodeProto) -> dict:
         if isinstance(value, bytes):
             value = value.decode("utf-8", "replace")
         elif isinstance(value, onnx.TensorProto):
-            value = numpy_helper.to_array(value)
+            value = tensor_array(value, f"attribute '{attr.name}' of node '{node.name or node.op_type}'")
         elif isinstance(value, list):
             value = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value]
         attrs[attr.name] = value
@@ -174,7 +185,7 @@ def node_attrs(node: onnx.NodeProto) -> dict:
 def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, ...]], board: Board) -> Graph:
     g = Graph(name)
     for init in model.graph.initializer:
-        data = numpy_helper.to_array(init)
+        data = tensor_array(init, f"initializer '{init.name}'")
         if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
             raise ModelError(f"tensor '{init.name}' contains NaN or Inf values")
         if data.size > board.flash_bytes:  # even at one byte per value (int8) it cannot fit

@@ -1,0 +1,161 @@
+"""The loader under fuzzing: protobuf-level mutations (fuzz_mutations.py) of the example
+models and of the shape-ops fixture go through the real CLI entry (`cuvil-sdk compile ...
+--json`: cli.main in-process for speed, and a few real subprocesses). Every outcome must be
+the SDK's own: an exit code of its set (0, 2, 3, 4; 1 is an internal error), one error line,
+no traceback, nothing written outside the output folder.
+
+The loop runs for CUVIL_FUZZ_SECONDS (60 by default) from a fixed first seed; a failure
+names the seed and mutations that reproduce it (fuzz_mutations.mutate(model, seed)). Each
+crash the fuzzer found is a regression test below, on a hand-made model."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from fuzz_mutations import SDK_EXIT_CODES, compile_in_process, mutate, outcome_problems
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED_MODELS = [ROOT / "sdk" / "examples" / f"{m}.onnx" for m in ("digits_cnn", "ad_fp32", "resnet8_qdq",
+                                                                  "resnet8_fp32")]
+SEED_MODELS += [ROOT / "board_tests" / "fixtures" / "shape_head.onnx"] * 2  # the shape ops, twice as often
+BUDGET_S = float(os.environ.get("CUVIL_FUZZ_SECONDS", "60"))
+FIRST_SEED = 1
+
+
+def listing(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+def run_case(work: Path, data: bytes, precision: str) -> tuple[int, str, str, set[str]]:
+    """Compile one mutated file in a fresh folder: (exit code, stdout, stderr, files that
+    appeared outside the output folder)."""
+    case = work / "case"
+    shutil.rmtree(case, ignore_errors=True)
+    case.mkdir()
+    (case / "m.onnx").write_bytes(data)
+    before = listing(work)
+    code, out, err = compile_in_process(str(case / "m.onnx"), str(case / "out"), precision)
+    stray = {p for p in listing(work) - before if not p.startswith("case/out")}
+    return code, out, err, stray
+
+
+@pytest.mark.slow
+def test_mutated_models_get_only_the_sdks_one_line_errors(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a default output folder or a stray file would land here
+    monkeypatch.delenv("CUVIL_DEBUG", raising=False)
+    seeds = [onnx.load(str(p)) for p in SEED_MODELS]
+    failures, codes, seed, start = [], {}, FIRST_SEED, time.monotonic()
+    while time.monotonic() - start < BUDGET_S:
+        what, data = mutate(seeds[seed % len(seeds)], seed)
+        precision = "int8" if seed % 3 == 0 else "fp32"
+        code, out, err, stray = run_case(tmp_path, data, precision)
+        codes[code] = codes.get(code, 0) + 1
+        problems = outcome_problems(code, out, err) + ([f"wrote {sorted(stray)}"] if stray else [])
+        if problems:
+            failures.append(f"seed {seed} ({SEED_MODELS[seed % len(seeds)].name}, {what}, {precision}): "
+                            f"{', '.join(problems)}: {err.strip()[:300]}")
+        seed += 1
+    assert not failures, "\n".join(failures)
+    assert seed - FIRST_SEED >= 10 and codes.get(3, 0) > 0, f"too few cases ran: {codes}"
+
+
+@pytest.mark.slow
+def test_mutated_models_through_the_real_executable(tmp_path):
+    """Three mutated files through the installed `cuvil-sdk` (a process of its own)."""
+    exe = Path(sys.executable).with_name("cuvil-sdk")
+    assert exe.is_file(), f"{exe} is missing: run scripts/setup.sh"
+    model = onnx.load(str(SEED_MODELS[-1]))
+    for seed in (3, 4, 5):  # a truncated file, a dangling name, a wrong element type
+        _, data = mutate(model, seed)
+        folder = tmp_path / str(seed)
+        folder.mkdir()
+        (folder / "m.onnx").write_bytes(data)
+        r = subprocess.run([str(exe), "compile", "m.onnx", "--board", "host", "--profile", "standard",
+                            "--precision", "fp32", "-o", "out", "--json"], cwd=folder, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode in SDK_EXIT_CODES, r.stderr
+        assert not outcome_problems(r.returncode, r.stdout, r.stderr), r.stderr
+        assert listing(folder) - {"m.onnx"} <= {"out"} | {p for p in listing(folder) if p.startswith("out/")}
+
+
+# --- regressions: each crash the fuzzer found, on a hand-made model --------------------------------
+def one_node_model(node: onnx.NodeProto, inits: list[onnx.TensorProto], x_shape=(1, 4), y_shape=(1, 4)):
+    graph = helper.make_graph([node], "r", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y_shape))], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def compile_model(tmp_path: Path, model: onnx.ModelProto) -> tuple[int, str]:
+    data = model.SerializeToString()
+    code, out, err, stray = run_case(tmp_path, data, "fp32")
+    assert not stray and not outcome_problems(code, out, err), err
+    return code, err.strip()
+
+
+def qdq_pair(x_shape, scale, zero_point, axis=None):
+    attrs = {} if axis is None else {"axis": axis}
+    return [numpy_helper.from_array(np.asarray(scale, np.float32), "s"),
+            numpy_helper.from_array(np.asarray(zero_point, np.int8), "z")], attrs
+
+
+def test_regression_clip_bounds_must_be_scalars(tmp_path):
+    """A Clip whose min is a vector: was a TypeError in float()."""
+    node = helper.make_node("Clip", ["x", "lo"], ["y"], name="clip0")
+    model = one_node_model(node, [numpy_helper.from_array(np.zeros(4, np.float32), "lo")])
+    assert compile_model(tmp_path, model) == (3, "cuvil-sdk: error: node 'clip0' (Clip): min and max must be "
+                                                 "scalar constants")
+
+
+def test_regression_raw_data_longer_than_dims(tmp_path):
+    """raw_data of 16 floats under dims [7] (the checker refuses only too few bytes): was a numpy
+    reshape error."""
+    w = numpy_helper.from_array(np.ones(16, np.float32), "w")
+    w.dims[0] = 7
+    model = one_node_model(helper.make_node("Add", ["x", "w"], ["y"], name="add0"), [w], (1, 7), (1, 7))
+    code, err = compile_model(tmp_path, model)
+    assert code == 3 and "initializer 'w': its data does not match its type and dims [7]" in err
+
+
+@pytest.mark.parametrize("scale, zero_point, message", [
+    ([0.1, 0.2, 0.3], [0, 0, 0], "3 scales for axis 1 of a tensor of shape [4, 2]"),
+    ([0.1, 0.2], [], "scale [2] and zero point [0] must be one scalar or one vector of the same length"),
+])
+def test_regression_dequantize_weights_with_mismatched_parameters(tmp_path, scale, zero_point, message):
+    """Per-channel scales on the wrong axis, and an empty zero point: were numpy broadcast errors."""
+    inits = [numpy_helper.from_array(np.ones((4, 2), np.int8), "wq"),
+             numpy_helper.from_array(np.asarray(scale, np.float32), "s"),
+             numpy_helper.from_array(np.asarray(zero_point, np.int8), "z")]
+    nodes = [helper.make_node("DequantizeLinear", ["wq", "s", "z"], ["w"], name="dq0", axis=1),
+             helper.make_node("MatMul", ["x", "w"], ["y"], name="mm0")]
+    graph = helper.make_graph(nodes, "r", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])], inits)
+    code, err = compile_model(tmp_path, helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    assert code == 3 and f"node 'dq0' (DequantizeLinear): {message}" in err
+
+
+def test_regression_quantize_zero_point_not_scalar(tmp_path):
+    """An activation's QuantizeLinear with a scalar scale and a 2-D zero point: was a reshape error."""
+    inits = [numpy_helper.from_array(np.float32(0.1), "s"), numpy_helper.from_array(np.zeros((2, 3), np.int8), "z")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="q0"),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="dq0")]
+    graph = helper.make_graph(nodes, "r", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], inits)
+    code, err = compile_model(tmp_path, helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    assert code == 3 and "(QuantizeLinear): scale [] and zero point [2, 3] must be one scalar" in err
+
+
+def test_regression_newline_in_a_name_stays_one_line(tmp_path):
+    """A node named with a newline, in an error message: shown escaped, on one line."""
+    node = helper.make_node("Clip", ["x", "lo"], ["y"], name="clip\nzero")
+    model = one_node_model(node, [numpy_helper.from_array(np.zeros(4, np.float32), "lo")])
+    assert compile_model(tmp_path, model) == (3, "cuvil-sdk: error: node 'clip\\x0azero' (Clip): min and max must "
+                                                 "be scalar constants")
