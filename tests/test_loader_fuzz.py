@@ -88,10 +88,14 @@ def test_mutated_models_through_the_real_executable(tmp_path):
 
 
 # --- regressions: each crash the fuzzer found, on a hand-made model --------------------------------
-def one_node_model(node: onnx.NodeProto, inits: list[onnx.TensorProto], x_shape=(1, 4), y_shape=(1, 4)):
-    graph = helper.make_graph([node], "r", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+def nodes_model(nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], x_shape=(1, 4), y_shape=(1, 4)):
+    graph = helper.make_graph(nodes, "r", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y_shape))], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def one_node_model(node: onnx.NodeProto, inits: list[onnx.TensorProto], x_shape=(1, 4), y_shape=(1, 4)):
+    return nodes_model([node], inits, x_shape, y_shape)
 
 
 def compile_model(tmp_path: Path, model: onnx.ModelProto) -> tuple[int, str]:
@@ -101,18 +105,14 @@ def compile_model(tmp_path: Path, model: onnx.ModelProto) -> tuple[int, str]:
     return code, err.strip()
 
 
-def qdq_pair(x_shape, scale, zero_point, axis=None):
-    attrs = {} if axis is None else {"axis": axis}
-    return [numpy_helper.from_array(np.asarray(scale, np.float32), "s"),
-            numpy_helper.from_array(np.asarray(zero_point, np.int8), "z")], attrs
-
-
-def test_regression_clip_bounds_must_be_scalars(tmp_path):
-    """A Clip whose min is a vector: was a TypeError in float()."""
-    node = helper.make_node("Clip", ["x", "lo"], ["y"], name="clip0")
+@pytest.mark.parametrize("name, shown", [("clip0", "clip0"), ("clip\nzero", "clip\\x0azero")])
+def test_regression_clip_bounds_must_be_scalars(tmp_path, name, shown):
+    """A Clip whose min is a vector: was a TypeError in float(). A newline in the node's name
+    is shown escaped: the error stays one line."""
+    node = helper.make_node("Clip", ["x", "lo"], ["y"], name=name)
     model = one_node_model(node, [numpy_helper.from_array(np.zeros(4, np.float32), "lo")])
-    assert compile_model(tmp_path, model) == (3, "cuvil-sdk: error: node 'clip0' (Clip): min and max must be "
-                                                 "scalar constants")
+    assert compile_model(tmp_path, model) == (3, f"cuvil-sdk: error: node '{shown}' (Clip): min and max must be "
+                                                 f"scalar constants")
 
 
 def test_regression_raw_data_longer_than_dims(tmp_path):
@@ -136,9 +136,7 @@ def test_regression_dequantize_weights_with_mismatched_parameters(tmp_path, scal
              numpy_helper.from_array(np.asarray(zero_point, np.int8), "z")]
     nodes = [helper.make_node("DequantizeLinear", ["wq", "s", "z"], ["w"], name="dq0", axis=1),
              helper.make_node("MatMul", ["x", "w"], ["y"], name="mm0")]
-    graph = helper.make_graph(nodes, "r", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])], inits)
-    code, err = compile_model(tmp_path, helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    code, err = compile_model(tmp_path, nodes_model(nodes, inits, (1, 4), (1, 2)))
     assert code == 3 and f"node 'dq0' (DequantizeLinear): {message}" in err
 
 
@@ -147,15 +145,16 @@ def test_regression_quantize_zero_point_not_scalar(tmp_path):
     inits = [numpy_helper.from_array(np.float32(0.1), "s"), numpy_helper.from_array(np.zeros((2, 3), np.int8), "z")]
     nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="q0"),
              helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="dq0")]
-    graph = helper.make_graph(nodes, "r", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], inits)
-    code, err = compile_model(tmp_path, helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    code, err = compile_model(tmp_path, nodes_model(nodes, inits, (2, 3), (2, 3)))
     assert code == 3 and "(QuantizeLinear): scale [] and zero point [2, 3] must be one scalar" in err
 
 
-def test_regression_newline_in_a_name_stays_one_line(tmp_path):
-    """A node named with a newline, in an error message: shown escaped, on one line."""
-    node = helper.make_node("Clip", ["x", "lo"], ["y"], name="clip\nzero")
-    model = one_node_model(node, [numpy_helper.from_array(np.zeros(4, np.float32), "lo")])
-    assert compile_model(tmp_path, model) == (3, "cuvil-sdk: error: node 'clip\\x0azero' (Clip): min and max must "
-                                                 "be scalar constants")
+def test_regression_conv_bias_length(tmp_path):
+    """A Conv whose bias is another layer's (320 values for 32 channels): was a numpy broadcast
+    error in calibration."""
+    inits = [numpy_helper.from_array(np.ones((2, 3, 1, 1), np.float32), "w"),
+             numpy_helper.from_array(np.ones(5, np.float32), "b")]
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv0")
+    model = one_node_model(node, inits, (1, 3, 4, 4), (1, 2, 4, 4))
+    assert compile_model(tmp_path, model) == (3, "cuvil-sdk: error: node 'conv0' (Conv): the bias has 5 values for 2 "
+                                                 "output channels")

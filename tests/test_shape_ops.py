@@ -250,3 +250,22 @@ def test_every_shape_op_is_tested():
     graphs = {n.op_type for make, _ in GRAPHS.values() for n in make()[0]}
     covered = {c.op for c in CASES.values()} | {"Split"} | graphs
     assert ops - covered == set()
+
+
+@pytest.mark.parametrize("nodes, inits, message", [
+    ([node("Tile", ["x", "reps"], ["y"])], {"reps": np.array([1, 2**40], I64)},
+     "tensor 'y' of node 'Tile_y' (3298534883328 values) is larger than the RAM"),
+    ([node("Expand", ["x", "shape"], ["y"])], {"shape": np.array([2**30, 2**30, 3], I64)},
+     "tensor 'y' of node 'Expand_y' (3458764513820540928 values) is larger than the RAM"),
+    ([node("Resize", ["x", "", "scales"], ["y"])], {"scales": np.array([1, 1e12], np.float32)},
+     "node 'Resize_y' (Resize): scales [1.0, 999999995904.0] are too large"),
+    ([node("Equal", ["a", "b"], ["m"]), node("Where", ["m", "x", "x"], ["y"])],
+     {"a": np.zeros((2**18, 1, 1), np.float32), "b": np.zeros((1, 2**12, 3), np.float32)},
+     "constant 'm' of node 'Equal_m' (3221225472 values) is larger than the flash"),
+])
+def test_huge_outputs_refused_before_they_are_made(tmp_path, nodes, inits, message):
+    """Sizes come from the ops' arguments alone: nothing of that size is ever allocated."""
+    rank = 3 if nodes[0].op_type in ("Expand", "Equal") else 2
+    onnx.save(graph_model(nodes, inits, (1, 3), [f"d{k}" for k in range(rank)]), str(tmp_path / "h.onnx"))
+    with pytest.raises(ModelError, match=message.replace("(", "\\(").replace(")", "\\)").replace("[", "\\[")):
+        load_model(tmp_path / "h.onnx", PROFILE, BOARD, {})

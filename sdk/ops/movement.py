@@ -62,12 +62,19 @@ class Remap(OpDef):
     def tables(self, node: Node, g: Graph) -> list[list[np.ndarray]]:
         raise NotImplementedError
 
+    def table_dims(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
+        """The tables' lengths, without making them. Ops whose output can be larger than their
+        input (Expand, Tile, Resize) compute them from their arguments, so that the frontend
+        refuses a huge output before any table is built."""
+        return [tuple(len(t) for t in tabs) for tabs in self.tables(node, g)]
+
     def check(self, node, g):
-        for tabs in self.tables(node, g):
-            require(len(tabs) <= MAX_RANK, node, f"outputs above {MAX_RANK} dimensions are not supported")
+        for dims in self.table_dims(node, g):
+            require(len(dims) <= MAX_RANK, node, f"outputs above {MAX_RANK} dimensions are not supported")
+            require(min(dims, default=1) > 0, node, "empty outputs are not supported")
 
     def infer(self, node, g):
-        return [tuple(len(t) for t in tabs) for tabs in self.tables(node, g)]
+        return self.table_dims(node, g)
 
     def out_shapes(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return self.infer(node, g)
@@ -187,14 +194,18 @@ class Expand(Remap):
     op_type = "Expand"
     summary = "broadcast to a constant shape (numpy rules), up to 4-D"
 
-    def tables(self, node, g):
+    def table_dims(self, node, g):
         src = g.tensors[node.inputs[0]].shape
         target = tuple(int(d) for d in const_input(g, node, 1, "shape").reshape(-1))
         require(min(target, default=1) >= 0, node, f"shape {list(target)} has a negative dimension")
         try:
-            out = tuple(np.broadcast_shapes(src, target))
+            return [tuple(np.broadcast_shapes(src, target))]
         except ValueError:
             require(False, node, f"shape {src} does not broadcast to {list(target)}")
+
+    def tables(self, node, g):
+        src = g.tensors[node.inputs[0]].shape
+        (out,) = self.table_dims(node, g)
         lead = len(out) - len(src)
         strides = [0] * lead + strides_of(src)
         dims = (1,) * lead + tuple(src)
@@ -206,11 +217,19 @@ class Tile(Remap):
     op_type = "Tile"
     summary = "repeat by constant counts, up to 4-D"
 
-    def tables(self, node, g):
+    def repeats(self, node: Node, g: Graph) -> list[int]:
         src = g.tensors[node.inputs[0]].shape
         repeats = [int(r) for r in const_input(g, node, 1, "repeats").reshape(-1)]
         require(len(repeats) == len(src) and min(repeats, default=0) >= 0, node,
                 f"repeats {repeats} must be non-negative, one per dimension of {src}")
+        return repeats
+
+    def table_dims(self, node, g):
+        return [tuple(d * r for d, r in zip(g.tensors[node.inputs[0]].shape, self.repeats(node, g)))]
+
+    def tables(self, node, g):
+        src = g.tensors[node.inputs[0]].shape
+        repeats = self.repeats(node, g)
         strides = strides_of(src)
         return [[np.arange(d * r) % d * s for d, r, s in zip(src, repeats, strides)]]
 

@@ -90,8 +90,9 @@ class ResizeBase(Remap):
             _, sizes = self.scales_sizes(node, g)
             require(len(shape) >= 2 and tuple(sizes[:-2]) == tuple(shape[:-2]), node,
                     "linear mode resizes only the last two axes")
+        super().check(node, g)
 
-    def infer(self, node, g):
+    def table_dims(self, node, g):
         return [tuple(self.scales_sizes(node, g)[1])]
 
     def axis_coords(self, node: Node, g: Graph) -> list[np.ndarray]:
@@ -170,6 +171,7 @@ class ResizeBase(Remap):
 def sizes_from_scales(node: Node, shape: tuple[int, ...], scales: list[float]) -> list[int]:
     require(len(scales) == len(shape), node, f"{len(scales)} scales for a tensor of rank {len(shape)}")
     require(all(np.isfinite(s) and s > 0 for s in scales), node, "scales must be positive and finite")
+    require(all(s < 2**31 for s in scales), node, f"scales {scales} are too large")
     sizes = [int(np.floor(d * s)) for d, s in zip(shape, scales)]
     require(min(sizes) > 0, node, f"scales {scales} give an empty output")
     return sizes

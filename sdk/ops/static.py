@@ -51,11 +51,24 @@ class Static(OpDef):
         return [tuple(v.shape) for v in self.values(node, g)]
 
 
+class Elementwise(Static):
+    """An element-wise op of constants given by a numpy function (numpy broadcasting)."""
+
+    function = staticmethod(np.equal)
+
+    def infer(self, node, g):
+        shapes = [g.tensors[i].shape for i in node.inputs if i]
+        try:  # from the shapes alone: two constants may broadcast to something huge
+            return [tuple(np.broadcast_shapes(*shapes))]
+        except ValueError:
+            require(False, node, f"shapes {shapes} do not broadcast")
+
+    def run_float(self, node, g, xs):
+        return [np.asarray(self.function(*xs))]
+
+
 def numpy_function(op: str, fn, doc: str) -> None:
-    """Register an element-wise op given by a numpy function (numpy broadcasting)."""
-    cls = type(op, (Static,), {"op_type": op, "summary": doc,
-                               "run_float": lambda self, node, g, xs: [np.asarray(fn(*xs))]})
-    register(cls)
+    register(type(op, (Elementwise,), {"op_type": op, "summary": doc, "function": staticmethod(fn)}))
 
 
 for _op, _fn in {"Equal": np.equal, "Greater": np.greater, "Less": np.less, "GreaterOrEqual": np.greater_equal,
@@ -65,14 +78,19 @@ numpy_function("Not", np.logical_not, "element-wise Not of a constant bool tenso
 numpy_function("Where", lambda c, x, y: np.where(c, x, y), "select between two constants by a constant bool mask")
 
 
-@register
-class Shape(Static):
-    op_type = "Shape"
-    summary = "the (static) shape of any tensor, as an int64 constant; start/end (opset 15)"
+class ShapeReader(Static):
+    """Reads only its input's shape, which a static-shape model knows: any input will do."""
+
     reads_shape_only = True
 
     def check(self, node, g):
         pass
+
+
+@register
+class Shape(ShapeReader):
+    op_type = "Shape"
+    summary = "the (static) shape of any tensor, as an int64 constant; start/end (opset 15)"
 
     def run_float(self, node, g, xs):
         start, end = node.attrs.get("start", 0), node.attrs.get("end")
@@ -80,13 +98,9 @@ class Shape(Static):
 
 
 @register
-class Size(Static):
+class Size(ShapeReader):
     op_type = "Size"
     summary = "the (static) element count of any tensor, as an int64 constant"
-    reads_shape_only = True
-
-    def check(self, node, g):
-        pass
 
     def run_float(self, node, g, xs):
         return [np.array(xs[0].size, dtype=np.int64)]
