@@ -811,6 +811,15 @@ def shape_split_3(b, x):
     return outs
 
 
+@case((1, 14, 4, 4))
+def shape_split_5d(b, x):
+    """YOLO-style: a 5-D view (1, 2, 7, 4, 4) split along its 7 (xy, wh, classes)"""
+    outs = [b.fresh("split") for _ in range(3)]
+    b.nodes.append(helper.make_node("Split", [b.reshape(x[0], [1, 2, 7, 4, 4]), i64(b, [2, 2, 3])], outs,
+                                    name=b.fresh("Split"), axis=2))
+    return outs
+
+
 @case((1, 3, 5, 4))
 def shape_gather_axis2(b, x):
     return b.op("Gather", [x[0], i64(b, [[4, 0], [-1, 2]])], axis=2)

@@ -36,6 +36,8 @@ CASES: dict[str, Case] = {
     "slice-default-axes": Case("Slice", [X(6, 5), C([1], I64), C([-1], I64)]),
     "slice-start-past-dim": Case("Slice", [X(1, 6, 4), C([1, 9], I64), C([3, 0], I64), C([1, -1], I64),
                                            C([1, -2], I64)]),
+    "slice-5d": Case("Slice", [X(2, 3, 4, 5, 6), C([1, -1, 0], I64), C([3, 0, 5], I64), C([1, 3, 4], I64),
+                               C([1, -2, 2], I64)]),
     # Gather: constant indices, any axis, scalar and 2-D indices, negative indices
     "gather-axis0": Case("Gather", [X(5, 4), C([4, 0, 2], I64)]),
     "gather-axis1-scalar": Case("Gather", [X(2, 6, 3), C(-1, I64)], axis=1),
@@ -47,6 +49,9 @@ CASES: dict[str, Case] = {
     "expand-ones": Case("Expand", [X(2, 3), C([1, 1], I64)]),
     "tile": Case("Tile", [X(2, 3, 2), C([2, 1, 3], I64)]),
     "tile-4d": Case("Tile", [X(1, 2, 2, 3), C([2, 2, 1, 2], I64)]),
+    "tile-6d": Case("Tile", [X(2, 1, 2, 1, 3, 2), C([1, 2, 2, 3, 1, 2], I64)]),
+    "resize-nearest-5d": Case("Resize", [X(1, 2, 2, 3, 2), None, C([1, 1, 2, 1.5, 2])], mode="nearest",
+                              coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
     # DepthToSpace / SpaceToDepth
     "depthtospace-dcr": Case("DepthToSpace", [X(1, 8, 3, 2)], blocksize=2),
     "depthtospace-crd": Case("DepthToSpace", [X(2, 18, 2, 3)], blocksize=3, mode="CRD"),

@@ -14,7 +14,7 @@ not one per output value.
 
 int8 rule: no value changes, so the output keeps the input's scale and zero point
 (`output_qparams = "same"`) and the integer reference is the float one on int8 codes.
-Rank: the output (seen through Gather's flattened index axis) has at most 4 dimensions.
+Rank: any; above 4 the kernel's tables merge the leading axes (kernel_tables).
 """
 from __future__ import annotations
 
@@ -41,13 +41,18 @@ def apply_tables(x: np.ndarray, tables: list[np.ndarray], out_shape: tuple[int, 
     return x.reshape(-1)[index].reshape(out_shape)  # fancy indexing copies: C order
 
 
-def padded_tables(tables: list[np.ndarray]) -> list[np.ndarray]:
-    """The tables of a rank-4 kernel: leading axes of size 1 read offset 0."""
-    return [np.zeros(1, np.int32)] * (MAX_RANK - len(tables)) + [np.asarray(t, np.int32) for t in tables]
+def kernel_tables(tables: list[np.ndarray]) -> list[np.ndarray]:
+    """The four tables of the kernel: leading axes of size 1 (offset 0) below rank 4; above it
+    the leading axes merged, two tables a and b becoming one of all sums a[i] + b[j] (the
+    output's memory order is unchanged), so any rank runs."""
+    tables = [np.asarray(t, np.int64) for t in tables]
+    while len(tables) > MAX_RANK:
+        tables = [(tables[0][:, None] + tables[1][None, :]).reshape(-1)] + tables[2:]
+    return [np.zeros(1, np.int32)] * (MAX_RANK - len(tables)) + [t.astype(np.int32) for t in tables]
 
 
 def remap_call(node: Node, g: Graph, index: int, tables: list[np.ndarray]):
-    t4 = padded_tables(tables)
+    t4 = kernel_tables(tables)
     out = node.outputs[index]
     return call(f"remap_{VARIANT[g.tensors[out].dtype]}", in_=Buf(node.inputs[0], const=True), out=Buf(out),
                 **{f"o{k}": len(t) for k, t in enumerate(t4)},
@@ -70,7 +75,6 @@ class Remap(OpDef):
 
     def check(self, node, g):
         for dims in self.table_dims(node, g):
-            require(len(dims) <= MAX_RANK, node, f"outputs above {MAX_RANK} dimensions are not supported")
             require(min(dims, default=1) > 0, node, "empty outputs are not supported")
 
     def infer(self, node, g):
@@ -108,7 +112,7 @@ def normalized_axis(node: Node, axis: int, rank: int) -> int:
 @register
 class Slice(Remap):
     op_type = "Slice"
-    summary = "constant starts/ends/axes/steps (negative steps, clamped ends), up to 4-D"
+    summary = "constant starts/ends/axes/steps (negative steps, clamped ends)"
 
     def tables(self, node, g):
         shape = g.tensors[node.inputs[0]].shape
@@ -192,7 +196,7 @@ class Gather(Remap):
 @register
 class Expand(Remap):
     op_type = "Expand"
-    summary = "broadcast to a constant shape (numpy rules), up to 4-D"
+    summary = "broadcast to a constant shape (numpy rules)"
 
     def table_dims(self, node, g):
         src = g.tensors[node.inputs[0]].shape
@@ -215,7 +219,7 @@ class Expand(Remap):
 @register
 class Tile(Remap):
     op_type = "Tile"
-    summary = "repeat by constant counts, up to 4-D"
+    summary = "repeat by constant counts"
 
     def repeats(self, node: Node, g: Graph) -> list[int]:
         src = g.tensors[node.inputs[0]].shape

@@ -19,7 +19,7 @@ import numpy as np
 from ..codegen.kernel_api import call
 from ..ir import Graph, Node
 from .common import Buf, Weight, optional_input, require
-from .movement import MAX_RANK, VARIANT, Remap, strides_of
+from .movement import VARIANT, Remap, strides_of
 from .registry import register
 
 COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
@@ -85,7 +85,7 @@ class ResizeBase(Remap):
         require(self.nearest_mode(node) in NEAREST_MODES, node,
                 f"nearest_mode '{self.nearest_mode(node)}' is not supported")
         shape = g.tensors[node.inputs[0]].shape
-        require(1 <= len(shape) <= MAX_RANK, node, f"only tensors of 1 to {MAX_RANK} dimensions are supported")
+        require(len(shape) >= 1, node, "a scalar cannot be resized")
         if mode != "nearest":
             _, sizes = self.scales_sizes(node, g)
             require(len(shape) >= 2 and tuple(sizes[:-2]) == tuple(shape[:-2]), node,
