@@ -158,3 +158,13 @@ def test_regression_conv_bias_length(tmp_path):
     model = one_node_model(node, inits, (1, 3, 4, 4), (1, 2, 4, 4))
     assert compile_model(tmp_path, model) == (3, "cuvil-sdk: error: node 'conv0' (Conv): the bias has 5 values for 2 "
                                                  "output channels")
+
+
+def test_regression_node_name_not_utf8(tmp_path):
+    """A flipped byte that leaves a node name invalid UTF-8 (protobuf then gives bytes): was a
+    TypeError writing manifest.json."""
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu@name")
+    data = one_node_model(node, []).SerializeToString().replace(b"relu@name", b"relu\xbcname")
+    code, out, err, stray = run_case(tmp_path, data, "fp32")
+    assert (code, err.strip()) == (3, "cuvil-sdk: error: node name b'relu\\xbcname' is not valid UTF-8")
+    assert not stray and not (tmp_path / "case" / "out").exists()
