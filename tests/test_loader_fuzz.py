@@ -168,3 +168,18 @@ def test_regression_node_name_not_utf8(tmp_path):
     code, out, err, stray = run_case(tmp_path, data, "fp32")
     assert (code, err.strip()) == (3, "cuvil-sdk: error: node name b'relu\\xbcname' is not valid UTF-8")
     assert not stray and not (tmp_path / "case" / "out").exists()
+
+
+def test_regression_folded_node_is_checked():
+    """A pooling node whose input became a scalar constant (the fuzzer got one past the ONNX
+    checker): the op's own check runs before it is folded (was an unpacking error)."""
+    from cuvil_sdk.boards import get_board
+    from cuvil_sdk.errors import ModelError
+    from cuvil_sdk.frontend.loader import infer_shapes
+    from cuvil_sdk.ir import Graph, Node, Tensor
+
+    g = Graph()
+    g.tensors["k"] = Tensor("k", (), "float32", np.array(1.0, np.float32))
+    g.nodes.append(Node("GlobalAveragePool", "gap0", ["k"], ["p"]))
+    with pytest.raises(ModelError, match=r"node 'gap0' \(GlobalAveragePool\): only 2-D pooling of 4-D tensors"):
+        infer_shapes(g, get_board("host"))

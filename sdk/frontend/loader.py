@@ -302,6 +302,7 @@ def fold_node(node: Node, g: Graph, board: Board) -> None:
     """Evaluate `node` with numpy and replace it by constants (its output shapes checked
     against the board's flash first: a constant's size is the model's to choose)."""
     op = REGISTRY[node.op]
+    op.check(node, g)
     shapes = op.infer(node, g)
     refuse_extra_outputs(node, shapes)
     for out, shape in zip(node.outputs, shapes):
