@@ -864,6 +864,19 @@ def shape_resize_linear_align(b, x):
     return b.op("Resize", [y, "", "", i64(b, [1, 4, 9, 4])], mode="linear", coordinate_transformation_mode="align_corners")
 
 
+@case((1, 3, 4, 5), (1, 3, 1, 5), ranges=((-1.0, 2.0), (-3.0, 0.5)))
+def shape_where_two_inputs(b, x):
+    """a constant mask broadcast over channels, both operands run-time (different scales)"""
+    mask = b.const(b.rng.random((1, 1, 4, 5)) > 0.5, "mask", np.bool_)
+    return b.op("Where", [mask, x[0], x[1]])
+
+
+@case((1, 2, 4, 4))
+def shape_where_const_fill(b, x):
+    """attention-style masking: Where(mask, x, constant)"""
+    return b.op("Where", [b.const(np.tril(np.ones((4, 4))), "mask", np.bool_), x[0], b.const(-0.75, "fill")])
+
+
 @case((1, 3, 4, 4))
 def shape_flatten_exported(b, x):
     """torch's x.view(x.size(0), -1) -> Gemm: the shape subgraph is folded at compile time"""
@@ -895,7 +908,8 @@ FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", 
               "add_bcast_both", "mul_const_per_channel", "maxpool_ceil", "avgpool_ceil_include_pad", "global_avgpool",
               "concat_channels", "pad_value", "transpose_0321", "leaky_relu", "sigmoid", "hardswish", "tanh",
               "softmax_rows", "network", "shape_slice_neg_step", "shape_split_3", "shape_depthtospace_crd",
-              "shape_resize_nearest", "shape_resize_linear_halfpixel", "shape_resize_linear_align"]
+              "shape_resize_nearest", "shape_resize_linear_halfpixel", "shape_resize_linear_align",
+              "shape_where_two_inputs", "shape_where_const_fill"]
 
 # cortex-m7 (profile lite): one firmware per group (the op grid, the QDQ ties, the network)
 M7_GROUPS: dict[str, list[str]] = {

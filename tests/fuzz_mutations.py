@@ -110,6 +110,8 @@ def constant_value(m, rng):
     dtype = t.data_type if t.data_type in (TensorProto.INT64, TensorProto.INT32) else TensorProto.INT64
     if rng.random() < 0.3:
         dtype, values = TensorProto.FLOAT, rng.choice([[float("nan")], [float("inf"), 1.0], [1e38, -1e38], []])
+    if dtype == TensorProto.INT32:
+        values = [min(max(v, -2**31), 2**31 - 1) for v in values]
     dims = [] if len(values) == 1 and rng.random() < 0.3 else [len(values)]
     t.CopyFrom(helper.make_tensor(t.name, dtype, dims, values))
     return m.SerializeToString()

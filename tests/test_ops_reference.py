@@ -368,7 +368,7 @@ def test_qdq_ops_match_onnxruntime(name):
 
 
 # the shape and data-movement ops have their own grid (test_shape_ops.py, which checks that it covers them)
-SHAPE_OP_MODULES = ("movement", "resize", "static")
+SHAPE_OP_MODULES = ("movement", "resize", "static", "select")
 
 
 def test_every_registered_op_is_covered():

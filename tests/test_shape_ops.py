@@ -18,7 +18,7 @@ from cuvil_sdk.ops import REGISTRY
 from cuvil_sdk.passes import optimize
 from cuvil_sdk.quant.calibrate import calibrate
 from cuvil_sdk.quant.quantize import quantize_graph
-from cuvil_sdk.reference import run_float, run_int
+from cuvil_sdk.reference import run_float, run_int, run_quantized_model
 from test_ops_reference import (BOARD, PROFILE, SHAPE_OP_MODULES, C, Case, X, assert_close, load_case, ort_run,
                                 with_output_shape)
 
@@ -80,6 +80,9 @@ CASES: dict[str, Case] = {
     "upsample-nearest": Case("Upsample", [X(1, 2, 3, 4), C([1, 1, 2, 3])], opset=9, mode="nearest"),
     "upsample-linear": Case("Upsample", [X(1, 2, 3, 4), C([1, 1, 2, 2])], opset=9, mode="linear"),
     "cast-float": Case("Cast", [X(2, 3)], to=TensorProto.FLOAT),
+    # Where at run time: a constant condition, run-time or constant operands
+    "where-two-inputs": Case("Where", [C([[True, False, True, True]], np.bool_), X(1, 3, 4), X(1, 3, 1)]),
+    "where-const-fill": Case("Where", [C(np.eye(4), np.bool_), X(2, 1, 4, 4), C(-1.5)]),
 }
 
 
@@ -227,7 +230,7 @@ def test_folded_constant_too_large_for_flash(tmp_path):
 
 
 # --- int8: data movement keeps the scale; linear Resize stays close to float -------------------------
-INT8 = ["slice-negative-step2", "gather-axis2", "expand-channels", "tile-4d", "depthtospace-crd", "spacetodepth",
+INT8 = ["where-two-inputs", "where-const-fill", "slice-negative-step2", "gather-axis2", "expand-channels", "tile-4d", "depthtospace-crd", "spacetodepth",
         "resize-nearest-halfpixel-sizes", "resize-linear-halfpixel", "resize-linear-align"]
 
 
@@ -239,7 +242,15 @@ def test_int8_rule(tmp_path, name):
     calib = [case.model_and_feeds(seed)[1] for seed in range(1, 9)]
     quantize_graph(g, calibrate(g, calib, len(calib)))
     (y,), x = g.outputs, g.inputs[0]
-    assert g.tensors[y].q.scalar() == g.tensors[x].q.scalar()  # data movement keeps the input's scale
+    if case.op != "Where":  # data movement keeps the input's scale
+        assert g.tensors[y].q.scalar() == g.tensors[x].q.scalar()
+    if case.op == "Where":  # requantized to the output's scale: within half a step of each scale
+        model, feeds = case.model_and_feeds(1)  # a calibration sample: no saturation
+        _, deq = run_quantized_model(g, feeds)
+        (want,) = ort_run(model, feeds)
+        steps = [g.tensors[name].q.scalar()[0] for name in [y, *g.inputs]]
+        assert np.abs(deq[y] - want).max() <= max(steps) * 1.01
+        return
     codes = np.random.default_rng(5).integers(-128, 128, g.tensors[x].shape).astype(np.int8)
     got = run_int(g, {x: codes})[y]
     want = run_float(g, {x: codes.astype(np.float32)})[y]  # the same op on the codes, in float

@@ -108,4 +108,5 @@ class Cuda(KernelSet):
         "copy": copy,
         "remap_s8": per_4d("o"), "remap_s16": per_4d("o"), "remap_f32": per_4d("o"),
         "resize_linear_s8": resize_linear, "resize_linear_f32": resize_linear,
+        "where_s8": per_4d("d"), "where_f32": per_4d("d"),
     }

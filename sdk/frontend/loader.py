@@ -300,20 +300,26 @@ def is_static(node: Node, g: Graph) -> bool:
 
 def fold_node(node: Node, g: Graph, board: Board) -> None:
     """Evaluate `node` with numpy and replace it by constants (its output shapes checked
-    against the board's flash first: a constant's size is the model's to choose)."""
+    against the board's flash first: a constant's size is the model's to choose). The op's
+    `check` is not asked (it states what its kernels support at run time, e.g. Concat's
+    "no constant inputs"); constants that do not fit the op are refused by the numpy errors
+    they raise here, naming the node."""
     op = REGISTRY[node.op]
-    op.check(node, g)
-    shapes = op.infer(node, g)
-    refuse_extra_outputs(node, shapes)
-    for out, shape in zip(node.outputs, shapes):
-        size = int(np.prod(shape, dtype=np.float64))
-        if size > board.flash_bytes:
-            raise ModelError(f"constant '{out}' of node '{node.name}' ({size} values) is larger than the flash of "
-                             f"board '{board.name}' ({board.flash_bytes} bytes) even as int8")
-        if out:
-            g.tensors[out] = Tensor(out, tuple(int(d) for d in shape))
-    with np.errstate(all="ignore"):
-        values = op.run_float(node, g, compile_time_inputs(node, g))
+    try:
+        with np.errstate(all="ignore"):
+            shapes = op.infer(node, g)
+            refuse_extra_outputs(node, shapes)
+            for out, shape in zip(node.outputs, shapes):
+                size = int(np.prod(shape, dtype=np.float64))
+                if size > board.flash_bytes:
+                    raise ModelError(f"constant '{out}' of node '{node.name}' ({size} values) is larger than the "
+                                     f"flash of board '{board.name}' ({board.flash_bytes} bytes) even as int8")
+                if out:
+                    g.tensors[out] = Tensor(out, tuple(int(d) for d in shape))
+            values = op.run_float(node, g, compile_time_inputs(node, g))
+    except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError, KeyError) as exc:
+        raise ModelError(f"node '{node.name}' ({node.op}): its constant inputs cannot be evaluated at compile "
+                         f"time: {first_line(exc)}") from None
     for out, value in zip(node.outputs, values):
         if not out:
             continue

@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (imported for registration)
     pool,
     reduce,
     resize,
+    select,
     shape,
     softmax,
     static,

@@ -1,6 +1,6 @@
-"""Ops evaluated at compile time: Shape, Size, Range, ConstantOfShape, Where, the
-comparisons (Equal, Greater, Less, GreaterOrEqual, LessOrEqual), the logic ops (Not, And,
-Or), ArgMax / ArgMin, and Cast of a constant.
+"""Ops evaluated at compile time: Shape, Size, Range, ConstantOfShape, the comparisons (Equal,
+Greater, Less, GreaterOrEqual, LessOrEqual), the logic ops (Not, And, Or), ArgMax / ArgMin,
+and Cast of a constant (Where of constants too: select.py).
 
 Non-float tensors (int64 indices and shapes, bool masks) exist in this compiler only as
 compile-time constants: the frontend evaluates every node whose inputs are all constants
@@ -75,7 +75,6 @@ for _op, _fn in {"Equal": np.equal, "Greater": np.greater, "Less": np.less, "Gre
                  "LessOrEqual": np.less_equal, "And": np.logical_and, "Or": np.logical_or}.items():
     numpy_function(_op, _fn, f"element-wise {_op} of constants (bool result)")
 numpy_function("Not", np.logical_not, "element-wise Not of a constant bool tensor")
-numpy_function("Where", lambda c, x, y: np.where(c, x, y), "select between two constants by a constant bool mask")
 
 
 class ShapeReader(Static):
