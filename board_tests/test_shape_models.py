@@ -17,6 +17,7 @@ from models import cli_run, cosine, reference_graph, request
 MODEL = str(Path(__file__).resolve().parent / "fixtures" / "shape_head.onnx")
 OUTPUTS = ("det", "seg")
 RNG = np.random.default_rng(7)
+pytestmark = pytest.mark.slow  # each test builds (and the last one runs QEMU): 10 s and more
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,6 @@ def test_shape_head_host_fp32_matches_onnxruntime(work):
         assert np.abs(outs[name] - want[name]).max() <= 1e-4, name
 
 
-@pytest.mark.slow
 def test_shape_head_cortex_m7_bit_exact_with_host(work):
     x = RNG.standard_normal((2, 3, 16, 16)).astype(np.float32)
     m7, report = cli_run(work, "cortex-m7", "lite", MODEL, x, work / "calib.npy")

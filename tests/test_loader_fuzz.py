@@ -184,3 +184,19 @@ def test_regression_folded_node_is_checked():
     with pytest.raises(ModelError, match=r"node 'gap0' \(GlobalAveragePool\): its constant inputs cannot be evaluated at compile "
                        r"time: not enough values to unpack"):
         infer_shapes(g, get_board("host"))
+
+
+@pytest.mark.parametrize("shape, message", [
+    ([0, 0, 0], "shape [0, 0, 0] copies (0) a dimension that the input (1, 4) does not have"),
+    ([-2, -2], "shape [-2, -2] may hold one -1 and no other negative value"),
+])
+def test_regression_reshape_shape_values(tmp_path, shape, message):
+    """A Reshape whose shape, computed by a Concat (so the ONNX checker cannot see it), has a 0
+    past the input's rank (was an IndexError) or negative sizes other than one -1."""
+    nodes = [helper.make_node("Concat", ["s0", "s1"], ["s"], name="concat0", axis=0),
+             helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape0")]
+    inits = [numpy_helper.from_array(np.array(shape[:1], np.int64), "s0"),
+             numpy_helper.from_array(np.array(shape[1:], np.int64), "s1")]
+    model = nodes_model(nodes, inits, (1, 4), [f"d{k}" for k in range(len(shape))])
+    code, err = compile_model(tmp_path, model)
+    assert code == 3 and f"node 'reshape0' (Reshape): {message}" in err

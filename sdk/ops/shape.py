@@ -54,7 +54,11 @@ class Reshape(Alias):
     def infer(self, node, g):
         src = g.tensors[node.inputs[0]].shape
         target = [int(v) for v in g.const(node.inputs[1]).reshape(-1)]
+        require(min(target, default=0) >= -1 and target.count(-1) <= 1, node,
+                f"shape {target} may hold one -1 and no other negative value")
         if not self.attr(node, "allowzero"):
+            require(all(i < len(src) for i, v in enumerate(target) if v == 0), node,
+                    f"shape {target} copies (0) a dimension that the input {src} does not have")
             target = [src[i] if v == 0 else v for i, v in enumerate(target)]
         if -1 in target:
             known = int(np.prod([v for v in target if v != -1]))
