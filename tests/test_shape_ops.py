@@ -77,6 +77,8 @@ CASES: dict[str, Case] = {
     "resize-linear-3d": Case("Resize", [X(1, 2, 5), None, C([1, 1, 2.5])], mode="linear", opset=18),
     "resize-opset11": Case("Resize", [X(1, 2, 3, 3), C([]), C([1, 1, 2, 2])], opset=11, mode="linear",
                            coordinate_transformation_mode="align_corners"),
+    "resize-opset10-nearest": Case("Resize", [X(1, 2, 3, 4), C([1, 1, 2, 2.5])], opset=10, mode="nearest"),
+    "resize-opset10-linear": Case("Resize", [X(1, 2, 3, 4), C([1, 1, 2, 1.5])], opset=10, mode="linear"),
     "upsample-nearest": Case("Upsample", [X(1, 2, 3, 4), C([1, 1, 2, 3])], opset=9, mode="nearest"),
     "upsample-linear": Case("Upsample", [X(1, 2, 3, 4), C([1, 1, 2, 2])], opset=9, mode="linear"),
     "cast-float": Case("Cast", [X(2, 3)], to=TensorProto.FLOAT),
