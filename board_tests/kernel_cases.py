@@ -792,6 +792,101 @@ def dsp_add_words(b, x):
     return b.op("Relu", [b.op("Add", x)])
 
 
+# --- MatMul of two activations, LSTM, GRU (ops/matmul.py, ops/recurrent.py) -------------------
+@case((1, 2, 5, 7), (1, 2, 7, 6), ranges=((-2.0, 2.0), (-1.0, 3.0)))
+def seq_matmul_batched(b, x):
+    """[1, 2, 5, 7] @ [1, 2, 7, 6]: two activations, batch of 2"""
+    return b.op("MatMul", x)
+
+
+@case((1, 3, 4, 8), (1, 1, 8, 5), ranges=((-3.0, 1.0), (-2.0, 2.0)))
+def seq_matmul_bcast_relu(b, x):
+    """B's batch of 1 broadcast over A's 3 heads, a fused Relu"""
+    return b.op("Relu", [b.op("MatMul", x)])
+
+
+@case((1, 6, 8), (1, 6, 8), ranges=((-2.0, 2.0), (-2.0, 2.0)))
+def seq_matmul_attention(b, x):
+    """Q @ K^T (a Transpose of an activation), softmax, @ V"""
+    scores = b.op("MatMul", [x[0], b.op("Transpose", [x[1]], perm=[0, 2, 1])])
+    return b.op("MatMul", [b.op("Softmax", [scores], axis=-1), x[1]])
+
+
+def rnn(b: "Builder", op: str, x: str, input_size: int, hidden: int, direction: str = "forward",
+        outputs: Sequence[str] = ("Y", "Y_h", "Y_c"), initial: bool = False, **attrs) -> list[str]:
+    """An LSTM/GRU node with random weights; returns the named outputs that the case keeps."""
+    gates, dirs = (4 if op == "LSTM" else 3), (2 if direction == "bidirectional" else 1)
+    scale = 1.0 / np.sqrt(hidden)
+    inputs = [x, b.const(b.randn((dirs, gates * hidden, input_size), scale), "w"),
+              b.const(b.randn((dirs, gates * hidden, hidden), scale), "r"),
+              b.const(b.randn((dirs, 2 * gates * hidden), 0.2), "b")]
+    if initial:
+        batch_first = attrs.get("layout", 0)
+        state = b.randn((1, dirs, hidden) if batch_first else (dirs, 1, hidden), 0.5)
+        inputs += ["", b.const(state, "h0")] + ([b.const(state * 2, "c0")] if op == "LSTM" else [])
+    names = ["Y", "Y_h", "Y_c"][:3 if op == "LSTM" else 2]
+    outs = [b.fresh(n.lower()) if n in outputs else "" for n in names]
+    b.nodes.append(helper.make_node(op, inputs, outs, name=b.fresh(op), hidden_size=hidden, direction=direction,
+                                    **attrs))
+    return [o for o in outs if o]
+
+
+def time_major(b: "Builder", x: str) -> str:
+    """[1, seq, input] (how the cases feed a sequence) -> [seq, 1, input] (layout 0)"""
+    return b.op("Transpose", [x], perm=[1, 0, 2])
+
+
+@case((1, 7, 5), ranges=((-2.0, 2.0),))
+def seq_lstm_forward(b, x):
+    return rnn(b, "LSTM", time_major(b, x[0]), 5, 6)
+
+
+@case((1, 9, 4), ranges=((-1.0, 3.0),))
+def seq_lstm_bidirectional_batch_first(b, x):
+    """layout 1 ([batch, seq, input]), both directions, initial states"""
+    return rnn(b, "LSTM", x[0], 4, 5, "bidirectional", initial=True, layout=1)
+
+
+@case((1, 6, 3), ranges=((-2.0, 2.0),))
+def seq_lstm_reverse_yh_only(b, x):
+    """reverse, only Y_h kept (Y and Y_c left out of the node)"""
+    return rnn(b, "LSTM", time_major(b, x[0]), 3, 7, "reverse", outputs=("Y_h",))
+
+
+@case((1, 6, 4), (1, 1, 5), (1, 1, 5), ranges=((-2.0, 2.0), (-0.8, 0.8), (-3.0, 3.0)))
+def seq_lstm_runtime_state(b, x):
+    """initial_h and initial_c computed by the model (streaming: the state of the last call)"""
+    gates, scale = 4, 1.0 / np.sqrt(5)
+    inputs = [time_major(b, x[0]), b.const(b.randn((1, 20, 4), scale), "w"), b.const(b.randn((1, 20, 5), scale), "r"),
+              b.const(b.randn((1, 40), 0.2), "b"), "", x[1], x[2]]
+    outs = [b.fresh("y"), b.fresh("y_h"), b.fresh("y_c")]
+    b.nodes.append(helper.make_node("LSTM", inputs, outs, name=b.fresh("LSTM"), hidden_size=5))
+    return outs
+
+
+@case((1, 7, 3), (1, 2, 4), ranges=((-2.0, 2.0), (-0.9, 0.9)))
+def seq_gru_runtime_state_batch_first(b, x):
+    """a computed initial_h [batch, dirs, hidden] (layout 1), both directions"""
+    scale = 0.5
+    inputs = [x[0], b.const(b.randn((2, 12, 3), scale), "w"), b.const(b.randn((2, 12, 4), scale), "r"),
+              b.const(b.randn((2, 24), 0.2), "b"), "", x[1]]
+    outs = [b.fresh("y"), b.fresh("y_h")]
+    b.nodes.append(helper.make_node("GRU", inputs, outs, name=b.fresh("GRU"), hidden_size=4, layout=1,
+                                    direction="bidirectional"))
+    return outs
+
+
+@case((1, 8, 4), ranges=((-2.0, 2.0),))
+def seq_gru_forward(b, x):
+    return rnn(b, "GRU", time_major(b, x[0]), 4, 6)
+
+
+@case((1, 5, 6), ranges=((-2.0, 2.0),))
+def seq_gru_bidirectional_lbr(b, x):
+    """linear_before_reset = 1 (PyTorch's GRU), both directions, initial state"""
+    return rnn(b, "GRU", time_major(b, x[0]), 6, 4, "bidirectional", initial=True, linear_before_reset=1)
+
+
 # --- groups ------------------------------------------------------------------------------------
 # --- shape and data movement (ops/movement.py, ops/resize.py) ------------------------------------
 def i64(b: Builder, values) -> str:
@@ -900,6 +995,7 @@ HOST_GROUPS: dict[str, list[str]] = {
     "network": ["network"],
     "dsp_paths": ids_with("dsp_"),
     "shape_ops": ids_with("shape_"),
+    "seq": ids_with("seq_"),
 }
 assert sorted(c for g in HOST_GROUPS.values() for c in g) == sorted(CASES), "every case is in one host group"
 
@@ -907,7 +1003,10 @@ assert sorted(c for g in HOST_GROUPS.values() for c in g) == sorted(CASES), "eve
 FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", "gemm_transb", "matmul_3d",
               "add_bcast_both", "mul_const_per_channel", "maxpool_ceil", "avgpool_ceil_include_pad", "global_avgpool",
               "concat_channels", "pad_value", "transpose_0321", "leaky_relu", "sigmoid", "hardswish", "tanh",
-              "softmax_rows", "network", "shape_slice_neg_step", "shape_split_3", "shape_depthtospace_crd",
+              "softmax_rows", "network", "seq_matmul_bcast_relu", "seq_matmul_attention",
+              "seq_lstm_bidirectional_batch_first", "seq_lstm_reverse_yh_only", "seq_gru_forward",
+              "seq_gru_bidirectional_lbr", "seq_lstm_runtime_state", "seq_gru_runtime_state_batch_first",
+              "shape_slice_neg_step", "shape_split_3", "shape_depthtospace_crd",
               "shape_resize_nearest", "shape_resize_linear_halfpixel", "shape_resize_linear_align",
               "shape_where_two_inputs", "shape_where_const_fill"]
 
@@ -922,7 +1021,8 @@ M7_GROUPS: dict[str, list[str]] = {
             "avgpool_include_pad", "avgpool_ceil_include_pad", "avgpool_ceil_include_pad_all_sides", "global_avgpool",
             "global_avgpool_256",
             "concat_channels", "concat_2d", "pad_asym", "transpose_0321", "sigmoid", "hardswish", "tanh",
-            "softmax_2d", "softmax_rows", "softmax_after_gemm"],
+            "softmax_2d", "softmax_rows", "softmax_after_gemm", "seq_matmul_attention",
+            "seq_lstm_bidirectional_batch_first", "seq_gru_bidirectional_lbr", "seq_lstm_runtime_state"],
     "qdq_ties": ids_with("qdq_"),
     "network": ["network"],
 }
@@ -939,7 +1039,7 @@ class Net:
     calib: Path | None = None
 
 
-def make_net(name: str, case_ids: Sequence[str]) -> Net:
+def make_net(name: str, case_ids: Sequence[str], opset: int = OPSET) -> Net:
     nodes, inits, graph_inputs, graph_outputs = [], [], [], []
     inputs, outputs = {}, {}
     for cid in case_ids:
@@ -956,7 +1056,7 @@ def make_net(name: str, case_ids: Sequence[str]) -> Net:
         nodes += b.nodes
         inits += b.inits
     graph = helper.make_graph(nodes, name, graph_inputs, graph_outputs, inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="kernel_cases")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="kernel_cases")
     model.ir_version = 8
     done = onnx.shape_inference.infer_shapes(model, strict_mode=True).graph
     inferred = {v.name: v for v in list(done.value_info) + list(done.output)}

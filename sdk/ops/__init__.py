@@ -1,11 +1,13 @@
 """One module per op family. Importing this package registers every op once."""
 from . import (  # noqa: F401  (imported for registration)
     activation,
+    binary_math,
     conv,
     elementwise,
     qdq,
     gemm,
     movement,
+    recurrent,
     normalization,
     pool,
     reduce,

@@ -1,4 +1,4 @@
-"""Fully connected ops: Gemm and MatMul with a constant weight.
+"""Fully connected ops: Gemm and MatMul with a constant weight (MatMul of two activations: ops/matmul.py).
 
 Both compute Y[r, n] = sum_k A[r, k] * W[n, k] + bias[n] over the rows r of A (every
 leading dimension of a MatMul input is a row). The int8 rule is the one of Conv
@@ -12,6 +12,7 @@ from ..ir import Graph, Node
 from ..quant.requant import clamp_to, requant
 from ..codegen.kernel_api import call
 from .common import Weight, apply_fused_float, const_input, float_bounds, io_args, optional_input, require
+from . import matmul
 from .conv import quantize_weighted
 from .registry import OpDef, register
 
@@ -103,16 +104,46 @@ class Gemm(FullyConnected):
 
 @register
 class MatMul(FullyConnected):
+    """A constant B is a fully connected layer (the rule above); a B computed by the model
+    is the MatMul of two activations of ops/matmul.py."""
     op_type = "MatMul"
-    summary = "A @ B with a constant 2-D B (A of any rank)"
+    summary = "A @ B of any rank (numpy.matmul broadcasting); a constant 2-D B is a fully connected layer"
+    int8_rule = ("requantized; constant B: per-channel int8 weights, int32 bias; two activations: int32 sum of "
+                 "(a - za)(b - zb), one requantization")
+
+    @staticmethod
+    def weighted(node: Node, g: Graph) -> bool:
+        return g.const(node.inputs[1]) is not None
 
     def check(self, node, g):
-        b = const_input(g, node, 1, "B (a MatMul weight)")
-        require(b.ndim == 2, node, "B must be 2-D")
+        require(len(node.inputs) == 2, node, "needs two inputs")
+        if not self.weighted(node, g):
+            require(g.const(node.inputs[0]) is None, node, "a constant A with a computed B is not supported")
+            matmul.matmul_geometry(node, g)
+            return
+        b = g.const(node.inputs[1])
+        require(b.ndim == 2, node, "a constant B must be 2-D")
         require(g.tensors[node.inputs[0]].shape[-1] == b.shape[0], node, "inner dimensions differ")
 
     def out_axis(self, node):
         return 1
 
     def infer(self, node, g):
+        if not self.weighted(node, g):
+            return [matmul.infer(node, g)]
         return [tuple(g.tensors[node.inputs[0]].shape[:-1]) + (g.const(node.inputs[1]).shape[1],)]
+
+    def macs(self, node, g):
+        return super().macs(node, g) if self.weighted(node, g) else matmul.macs(node, g)
+
+    def run_float(self, node, g, xs):
+        return super().run_float(node, g, xs) if self.weighted(node, g) else [matmul.run_float(node, xs)]
+
+    def quantize(self, node, g):
+        return super().quantize(node, g) if self.weighted(node, g) else matmul.quantize(node, g)
+
+    def run_int(self, node, g, xs):
+        return super().run_int(node, g, xs) if self.weighted(node, g) else [matmul.run_int(node, xs)]
+
+    def lower(self, node, g, precision):
+        return super().lower(node, g, precision) if self.weighted(node, g) else matmul.lower(node, g, precision)

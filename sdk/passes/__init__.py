@@ -9,8 +9,9 @@ from .constant_folding import fold_constants
 from .fuse_activation import fuse_activations
 from .layout import to_channels_last
 from .reduce_mean import reduce_mean_to_global_pool
+from .variadic import split_variadic
 
-PIPELINE = [remove_identities, fold_constants, reduce_mean_to_global_pool, fold_batchnorm, fuse_activations,
+PIPELINE = [split_variadic, remove_identities, fold_constants, reduce_mean_to_global_pool, fold_batchnorm, fuse_activations,
             to_channels_last]
 
 
@@ -21,4 +22,4 @@ def optimize(g: Graph) -> None:
 
 
 __all__ = ["PIPELINE", "optimize", "fold_batchnorm", "remove_identities", "fold_constants", "fuse_activations",
-           "to_channels_last", "reduce_mean_to_global_pool"]
+           "to_channels_last", "reduce_mean_to_global_pool", "split_variadic"]
