@@ -915,6 +915,12 @@ def shape_split_5d(b, x):
     return outs
 
 
+@case((1, 14, 3, 4))
+def shape_transpose_5d(b, x):
+    """YOLO-style (1, 2, 7, 3, 4) -> (1, 2, 3, 4, 7): a 5-D Transpose runs as an index remap"""
+    return b.op("Transpose", [b.reshape(x[0], [1, 2, 7, 3, 4])], perm=[0, 1, 3, 4, 2])
+
+
 @case((1, 3, 5, 4))
 def shape_gather_axis2(b, x):
     return b.op("Gather", [x[0], i64(b, [[4, 0], [-1, 2]])], axis=2)

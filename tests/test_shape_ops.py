@@ -81,6 +81,7 @@ CASES: dict[str, Case] = {
     "resize-opset10-linear": Case("Resize", [X(1, 2, 3, 4), C([1, 1, 2, 1.5])], opset=10, mode="linear"),
     "upsample-nearest": Case("Upsample", [X(1, 2, 3, 4), C([1, 1, 2, 3])], opset=9, mode="nearest"),
     "upsample-linear": Case("Upsample", [X(1, 2, 3, 4), C([1, 1, 2, 2])], opset=9, mode="linear"),
+    "transpose-5d": Case("Transpose", [X(1, 2, 3, 4, 5)], perm=[0, 1, 3, 4, 2]),
     "cast-float": Case("Cast", [X(2, 3)], to=TensorProto.FLOAT),
     # Where at run time: a constant condition, run-time or constant operands
     "where-two-inputs": Case("Where", [C([[True, False, True, True]], np.bool_), X(1, 3, 4), X(1, 3, 1)]),
@@ -268,6 +269,7 @@ def test_every_shape_op_is_tested():
     graphs = {n.op_type for make, _ in GRAPHS.values() for n in make()[0]}
     covered = {c.op for c in CASES.values()} | {"Split"} | graphs
     assert ops - covered == set()
+    assert "Transpose" in covered  # above 4-D it is a remap too
 
 
 @pytest.mark.parametrize("nodes, inits, message", [

@@ -12,6 +12,7 @@ from ..ir import Graph, Node
 from ..quant.requant import clamp_int8, quantize_float, quantize_multiplier, requant
 from ..codegen.kernel_api import call
 from .common import io_args, qparams_of, require
+from .movement import remap_call, strides_of
 from .registry import OpDef, register
 
 MAX_RANK = 4
@@ -145,7 +146,7 @@ def transpose_args(in_shape: tuple[int, ...], perm: list[int]) -> dict[str, int]
 @register
 class Transpose(OpDef):
     op_type = "Transpose"
-    summary = "permute dimensions (up to 4-D); pairs are cancelled by the layout pass"
+    summary = "permute dimensions (above 4-D as an index remap); pairs are cancelled by the layout pass"
     output_qparams = "same"
 
     def perm(self, node: Node, g: Graph) -> list[int]:
@@ -154,7 +155,6 @@ class Transpose(OpDef):
 
     def check(self, node, g):
         rank = len(g.tensors[node.inputs[0]].shape)
-        require(rank <= MAX_RANK, node, f"rank above {MAX_RANK} is not supported")
         require(sorted(self.perm(node, g)) == list(range(rank)), node, "perm is not a permutation")
 
     def infer(self, node, g):
@@ -167,7 +167,11 @@ class Transpose(OpDef):
     run_int = run_float
 
     def lower(self, node, g, precision):
-        args = transpose_args(g.tensors[node.inputs[0]].shape, self.perm(node, g))
+        shape, perm = g.tensors[node.inputs[0]].shape, self.perm(node, g)
+        if len(shape) > MAX_RANK:  # output axis k reads input axis perm[k] with its stride
+            strides = strides_of(shape)
+            return remap_call(node, g, 0, [np.arange(shape[p]) * strides[p] for p in perm])
+        args = transpose_args(shape, perm)
         kernel = "transpose_s8" if precision == "int8" else "transpose_f32"
         return call(kernel, **io_args(node), **args)
 
