@@ -12,7 +12,7 @@ import numpy as np
 
 from ..codegen.kernel_api import call
 from ..quant.requant import clamp_int8, quantize_multiplier, requant
-from .common import Buf, Weight, qparams_of, require
+from .common import Buf, Weight, broadcast_shape, qparams_of, require
 from .elementwise import MAX_RANK, broadcast_strides, const_qparams
 from .registry import OpDef, register
 
@@ -30,11 +30,7 @@ class Where(OpDef):
             require(len(g.tensors[name].shape) <= MAX_RANK, node, f"rank above {MAX_RANK} is not supported")
 
     def infer(self, node, g):
-        shapes = [g.tensors[i].shape for i in node.inputs]
-        try:
-            return [tuple(np.broadcast_shapes(*shapes))]
-        except ValueError:
-            require(False, node, f"shapes {shapes} do not broadcast")
+        return [broadcast_shape(node, [g.tensors[i].shape for i in node.inputs])]
 
     def run_float(self, node, g, xs):
         return [np.where(xs[0].astype(bool), xs[1], xs[2])]  # folded: int64 shapes stay int64

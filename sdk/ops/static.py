@@ -17,7 +17,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from ..ir import Graph, Node
-from .common import require
+from .common import broadcast_shape, require
 from .registry import OpDef, register
 from .shape import Alias
 
@@ -56,12 +56,8 @@ class Elementwise(Static):
 
     function = staticmethod(np.equal)
 
-    def infer(self, node, g):
-        shapes = [g.tensors[i].shape for i in node.inputs if i]
-        try:  # from the shapes alone: two constants may broadcast to something huge
-            return [tuple(np.broadcast_shapes(*shapes))]
-        except ValueError:
-            require(False, node, f"shapes {shapes} do not broadcast")
+    def infer(self, node, g):  # from the shapes alone: two constants may broadcast to something huge
+        return [broadcast_shape(node, [g.tensors[i].shape for i in node.inputs if i])]
 
     def run_float(self, node, g, xs):
         return [np.asarray(self.function(*xs))]
