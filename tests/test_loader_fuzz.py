@@ -200,3 +200,14 @@ def test_regression_reshape_shape_values(tmp_path, shape, message):
     model = nodes_model(nodes, inits, (1, 4), [f"d{k}" for k in range(len(shape))])
     code, err = compile_model(tmp_path, model)
     assert code == 3 and f"node 'reshape0' (Reshape): {message}" in err
+
+
+def test_regression_lstm_bias_shape(tmp_path):
+    """An LSTM whose B is not [directions, 8 * hidden]: was an IndexError in the reference."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((1, 8, 3)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal((1, 8, 2)).astype(np.float32), "r"),
+             numpy_helper.from_array(np.zeros(2, np.float32), "b")]
+    node = helper.make_node("LSTM", ["x", "w", "r", "b"], ["y"], name="lstm0", hidden_size=2)
+    model = one_node_model(node, inits, (4, 1, 3), ["t", "d", "n", "h"])
+    assert compile_model(tmp_path, model) == (3, "cuvil-sdk: error: node 'lstm0' (LSTM): B must be [1, 16], not [2]")
