@@ -1,5 +1,5 @@
 """The loader under fuzzing: protobuf-level mutations (fuzz_mutations.py) of the example
-models and of the shape-ops fixture go through the real CLI entry (`cuvil-sdk compile ...
+models, of the shape-ops fixture and of two zoo models go through the real CLI entry (`cuvil-sdk compile ...
 --json`: cli.main in-process for speed, and a few real subprocesses). Every outcome must be
 the SDK's own: an exit code of its set (0, 2, 3, 4; 1 is an internal error), one error line,
 no traceback, nothing written outside the output folder.
@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SEED_MODELS = [ROOT / "sdk" / "examples" / f"{m}.onnx" for m in ("digits_cnn", "ad_fp32", "resnet8_qdq",
                                                                   "resnet8_fp32")]
 SEED_MODELS += [ROOT / "board_tests" / "fixtures" / "shape_head.onnx"] * 2  # the shape ops, twice as often
+SEED_MODELS += [ROOT / "tests" / "fixtures" / "zoo" / "transformer_encoder.onnx",  # as exporters write them
+                ROOT / "tests" / "fixtures" / "seq" / "kws_lstm.onnx"]
 BUDGET_S = float(os.environ.get("CUVIL_FUZZ_SECONDS", "60"))
 FIRST_SEED = 1
 
