@@ -1,6 +1,6 @@
 """The loader under fuzzing: protobuf-level mutations (fuzz_mutations.py) of the example
-models, of the shape-ops fixture and of two zoo models go through the real CLI entry (`cuvil-sdk compile ...
---json`: cli.main in-process for speed, and a few real subprocesses). Every outcome must be
+models, of the shape-ops fixture and of two zoo models go through the real CLI entry
+(`cuvil-sdk compile ... --json`: cli.main in-process for speed, and a few real subprocesses). Every outcome must be
 the SDK's own: an exit code of its set (0, 2, 3, 4; 1 is an internal error), one error line,
 no traceback, nothing written outside the output folder.
 
