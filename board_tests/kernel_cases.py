@@ -1018,6 +1018,103 @@ def dsp_softmax_wide_rows(b, x):
 def dsp_softmax_rows(b, x):
     """rows of 13: 32-bit sums and UDIV"""
     return b.op("Softmax", x, axis=-1)
+# --- shape and data movement (ops/movement.py, ops/resize.py) ------------------------------------
+def i64(b: Builder, values) -> str:
+    return b.const(np.array(values), "i", np.int64)
+
+
+@case((1, 6, 7, 8))
+def shape_slice_neg_step(b, x):
+    """negative and positive steps, a clamped end"""
+    return b.op("Slice", [x[0], i64(b, [5, 0, 1]), i64(b, [0, 100, -1]), i64(b, [1, 3, 2]), i64(b, [-2, 3, 1])])
+
+
+@case((1, 7, 5))
+def shape_split_3(b, x):
+    outs = [b.fresh("split") for _ in range(3)]
+    b.nodes.append(helper.make_node("Split", [x[0], i64(b, [2, 4, 1])], outs, name=b.fresh("Split"), axis=1))
+    return outs
+
+
+@case((1, 14, 4, 4))
+def shape_split_5d(b, x):
+    """YOLO-style: a 5-D view (1, 2, 7, 4, 4) split along its 7 (xy, wh, classes)"""
+    outs = [b.fresh("split") for _ in range(3)]
+    b.nodes.append(helper.make_node("Split", [b.reshape(x[0], [1, 2, 7, 4, 4]), i64(b, [2, 2, 3])], outs,
+                                    name=b.fresh("Split"), axis=2))
+    return outs
+
+
+@case((1, 14, 3, 4))
+def shape_transpose_5d(b, x):
+    """YOLO-style (1, 2, 7, 3, 4) -> (1, 2, 3, 4, 7): a 5-D Transpose runs as an index remap"""
+    return b.op("Transpose", [b.reshape(x[0], [1, 2, 7, 3, 4])], perm=[0, 1, 3, 4, 2])
+
+
+@case((1, 3, 5, 4))
+def shape_gather_axis2(b, x):
+    return b.op("Gather", [x[0], i64(b, [[4, 0], [-1, 2]])], axis=2)
+
+
+@case((1, 1, 5, 6))
+def shape_expand_tile(b, x):
+    """Expand over channels, then Tile"""
+    return b.op("Tile", [b.op("Expand", [x[0], i64(b, [1, 3, 5, 6])]), i64(b, [1, 2, 1, 2])])
+
+
+@case((1, 8, 3, 5))
+def shape_depthtospace_dcr(b, x):
+    return b.op("DepthToSpace", x, blocksize=2)
+
+
+@case((1, 18, 2, 3))
+def shape_depthtospace_crd(b, x):
+    return b.op("DepthToSpace", x, blocksize=3, mode="CRD")
+
+
+@case((1, 2, 3, 4, 6))
+def shape_spacetodepth(b, x):
+    """a batch of 2, through a Reshape of the input"""
+    return b.op("SpaceToDepth", [b.reshape(x[0], [2, 3, 4, 6])], blocksize=2)
+
+
+@case((1, 3, 4, 5))
+def shape_resize_nearest(b, x):
+    return b.op("Resize", [x[0], "", "", i64(b, [1, 3, 9, 7])], mode="nearest")
+
+
+@case((1, 3, 4, 5))
+def shape_resize_linear_halfpixel(b, x):
+    return b.op("Resize", [x[0], "", b.const([1, 1, 2, 2], "scales")], mode="linear")
+
+
+@case((1, 3, 5, 7))
+def shape_resize_linear_align(b, x):
+    """align_corners on a conv's output: the blend of non-trivial codes, downscaled in width"""
+    y = b.conv(x[0], 3, 4, (3, 3), pads=[1, 1, 1, 1])
+    return b.op("Resize", [y, "", "", i64(b, [1, 4, 9, 4])], mode="linear", coordinate_transformation_mode="align_corners")
+
+
+@case((1, 3, 4, 5), (1, 3, 1, 5), ranges=((-1.0, 2.0), (-3.0, 0.5)))
+def shape_where_two_inputs(b, x):
+    """a constant mask broadcast over channels, both operands run-time (different scales)"""
+    mask = b.const(b.rng.random((1, 1, 4, 5)) > 0.5, "mask", np.bool_)
+    return b.op("Where", [mask, x[0], x[1]])
+
+
+@case((1, 2, 4, 4))
+def shape_where_const_fill(b, x):
+    """attention-style masking: Where(mask, x, constant)"""
+    return b.op("Where", [b.const(np.tril(np.ones((4, 4))), "mask", np.bool_), x[0], b.const(-0.75, "fill")])
+
+
+@case((1, 3, 4, 4))
+def shape_flatten_exported(b, x):
+    """torch's x.view(x.size(0), -1) -> Gemm: the shape subgraph is folded at compile time"""
+    s = b.op("Shape", x)
+    n = b.op("Unsqueeze", [b.op("Gather", [s, b.const(0, "zero", np.int64)], axis=0), i64(b, [0])])
+    flat = b.op("Reshape", [x[0], b.op("Concat", [n, i64(b, [-1])], axis=0)])
+    return b.gemm(flat, 48, 5)
 
 
 def ids_with(prefix: str) -> list[str]:
@@ -1033,6 +1130,7 @@ HOST_GROUPS: dict[str, list[str]] = {
     "qdq_ties": ids_with("qdq_"),
     "network": ["network"],
     "dsp_paths": ids_with("dsp_"),
+    "shape_ops": ids_with("shape_"),
     "seq": ids_with("seq_"),
 }
 assert sorted(c for g in HOST_GROUPS.values() for c in g) == sorted(CASES), "every case is in one host group"
@@ -1043,7 +1141,10 @@ FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", 
               "concat_channels", "pad_value", "transpose_0321", "leaky_relu", "sigmoid", "hardswish", "tanh",
               "softmax_rows", "network", "seq_matmul_bcast_relu", "seq_matmul_attention",
               "seq_lstm_bidirectional_batch_first", "seq_lstm_reverse_yh_only", "seq_gru_forward",
-              "seq_gru_bidirectional_lbr", "seq_lstm_runtime_state", "seq_gru_runtime_state_batch_first"]
+              "seq_gru_bidirectional_lbr", "seq_lstm_runtime_state", "seq_gru_runtime_state_batch_first",
+              "shape_slice_neg_step", "shape_split_3", "shape_depthtospace_crd",
+              "shape_resize_nearest", "shape_resize_linear_halfpixel", "shape_resize_linear_align",
+              "shape_where_two_inputs", "shape_where_const_fill"]
 
 # cortex-m7 (profile lite): one firmware per group (the op grid, the QDQ ties, the network)
 M7_GROUPS: dict[str, list[str]] = {

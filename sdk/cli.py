@@ -8,12 +8,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
 from . import __version__
 from .errors import CuvilError, UsageError
 from .quant.calibrate import METHODS
+
+
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class Parser(argparse.ArgumentParser):
@@ -326,7 +330,9 @@ def wants_json(argv: list[str] | None) -> bool:
 
 
 def fail(kind: str, message: str, exit_code: int, as_json: bool) -> int:
-    """One line on stderr; with --json also {"error", "exit_code"} on stdout."""
+    """One line on stderr; with --json also {"error", "exit_code"} on stdout. Control
+    characters (a model's names may hold newlines) are shown escaped, so it stays one line."""
+    message = CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", message)
     print(f"cuvil-sdk: {kind}{message}", file=sys.stderr)
     if as_json:
         try:

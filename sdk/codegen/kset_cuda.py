@@ -100,6 +100,10 @@ def copy(c: KernelCall, node, g, options) -> Answer:
     return launch("copy_bytes", c.args, c["nbytes"])
 
 
+def resize_linear(c: KernelCall, node, g, options) -> Answer:
+    return launch(c.kernel, c.args, c["outer"] * c["oh"] * c["ow"])
+
+
 @register_kernel_set
 class Cuda(KernelSet):
     name = SET
@@ -118,6 +122,9 @@ class Cuda(KernelSet):
         "pad_s8": per_4d("o"), "pad_f32": per_4d("o"),
         "transpose_s8": per_4d("o"), "transpose_f32": per_4d("o"),
         "copy": copy,
+        "remap_s8": per_4d("o"), "remap_s16": per_4d("o"), "remap_f32": per_4d("o"),
+        "resize_linear_s8": resize_linear, "resize_linear_f32": resize_linear,
+        "where_s8": per_4d("d"), "where_f32": per_4d("d"),
         "binary_f32": per_4d("d"), "div_s8": per_4d("d"), "lut2_s8": per_4d("d"), "minmax_s8": per_4d("d"),
         "prelu_s8": per_4d("d"),
         "reduce_f32": reduction, "reduce_s8": reduction, "norm_f32": per("rows"), "norm_s8": per("rows"),

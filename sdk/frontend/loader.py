@@ -12,9 +12,11 @@ from ..boards import Board
 from ..errors import ModelError, UsageError
 from ..ir import Graph, Node, Tensor
 from ..ops import REGISTRY, supported_ops
+from ..ops.static import compile_time_inputs
 from ..plugins import check_node_types, op_key, unknown_op_message
 from ..profiles import Profile
 from ..quant.qdq_import import has_qdq, import_qdq
+from ..passes.constant_folding import NEVER_FOLD
 from .safety import CONTROL_FLOW_OPS, check_external_data, first_line, load_external_data, read_model_file
 
 TARGET_OPSET = 13
@@ -123,21 +125,47 @@ def upgrade_opset(model: onnx.ModelProto) -> onnx.ModelProto:
     if version >= TARGET_OPSET:
         return model
     try:
-        return onnx.version_converter.convert_version(model, TARGET_OPSET)
+        upgraded = onnx.version_converter.convert_version(model, TARGET_OPSET)
     except Exception as exc:
         raise ModelError(f"cannot upgrade opset {version} to {TARGET_OPSET}: {first_line(exc)}") from None
+    if version < 11:
+        keep_opset10_resize(upgraded)
+    return upgraded
+
+
+def keep_opset10_resize(model: onnx.ModelProto) -> None:
+    """Upsample and opset-10 Resize sample at asymmetric coordinates and round nearest
+    down (when enlarging, their purpose); the converter's Resize-11 leaves the attributes out,
+    which would mean half_pixel and round_prefer_floor."""
+    for node in model.graph.node:
+        names = {a.name for a in node.attribute}
+        if node.op_type == "Resize" and "coordinate_transformation_mode" not in names:
+            node.attribute.append(helper.make_attribute("coordinate_transformation_mode", "asymmetric"))
+            if "nearest_mode" not in names:
+                node.attribute.append(helper.make_attribute("nearest_mode", "floor"))
 
 
 def constant_value(node: onnx.NodeProto) -> np.ndarray:
     for attr in node.attribute:
         value = helper.get_attribute_value(attr)
         if attr.name == "value":
-            return numpy_helper.to_array(value)
+            return tensor_array(value, f"value of Constant node '{node.name}'")
         if attr.name in ("value_float", "value_floats"):
             return np.array(value, dtype=np.float32)
         if attr.name in ("value_int", "value_ints"):
             return np.array(value, dtype=np.int64)
     raise ModelError(f"Constant node '{node.name}' has no supported value attribute")
+
+
+def tensor_array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
+    """The tensor's values; data that disagrees with its dims or type (which the checker lets
+    through: raw bytes are not counted) is refused, naming the tensor."""
+    try:
+        with np.errstate(all="ignore"):
+            return numpy_helper.to_array(tensor)
+    except Exception as exc:  # numpy and onnx raise ValueError, TypeError, KeyError... on malformed data
+        raise ModelError(f"{what}: its data does not match its type and dims {list(tensor.dims)} "
+                         f"({type(exc).__name__})") from None
 
 
 def node_attrs(node: onnx.NodeProto) -> dict:
@@ -147,7 +175,7 @@ def node_attrs(node: onnx.NodeProto) -> dict:
         if isinstance(value, bytes):
             value = value.decode("utf-8", "replace")
         elif isinstance(value, onnx.TensorProto):
-            value = numpy_helper.to_array(value)
+            value = tensor_array(value, f"attribute '{attr.name}' of node '{node.name or node.op_type}'")
         elif isinstance(value, list):
             value = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value]
         attrs[attr.name] = value
@@ -157,7 +185,7 @@ def node_attrs(node: onnx.NodeProto) -> dict:
 def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, ...]], board: Board) -> Graph:
     g = Graph(name)
     for init in model.graph.initializer:
-        data = numpy_helper.to_array(init)
+        data = tensor_array(init, f"initializer '{init.name}'")
         if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
             raise ModelError(f"tensor '{init.name}' contains NaN or Inf values")
         if data.size > board.flash_bytes:  # even at one byte per value (int8) it cannot fit
@@ -235,9 +263,14 @@ def fixed_input_shape(inp: onnx.ValueInfoProto, overrides: dict[str, tuple[int, 
 
 
 def infer_shapes(g: Graph, board: Board) -> None:
-    """Run each op's own support check and shape inference, in order."""
-    for node in g.nodes:
+    """Run each op's own support check and shape inference, in order. A node whose value is
+    known at compile time (constant inputs, or only its input's static shape) is evaluated
+    here and becomes a constant, so that the ops after it see constants (ops/static.py)."""
+    for node in list(g.nodes):
         op = REGISTRY[node.op]
+        if is_static(node, g):
+            fold_node(node, g, board)
+            continue
         op.check(node, g)
         shapes = op.infer(node, g)
         for out, shape in zip(node.outputs, shapes):
@@ -249,6 +282,50 @@ def infer_shapes(g: Graph, board: Board) -> None:
                 raise ModelError(f"tensor '{out}' of node '{node.name}' ({t.size} values) is larger than the RAM "
                                  f"of board '{board.name}' ({board.ram_bytes} bytes) even as int8")
             g.tensors[out] = t
-        for extra in node.outputs[len(shapes):]:
-            if extra:
-                raise ModelError(f"node '{node.name}' ({node.op}): output '{extra}' is not supported")
+        refuse_extra_outputs(node, shapes)
+
+
+def refuse_extra_outputs(node: Node, shapes: list) -> None:
+    for extra in node.outputs[len(shapes):]:
+        if extra:
+            raise ModelError(f"node '{node.name}' ({node.op}): output '{extra}' is not supported")
+
+
+def is_static(node: Node, g: Graph) -> bool:
+    if node.op in NEVER_FOLD:
+        return False
+    inputs = [g.tensors[i] for i in node.inputs if i]
+    return all(t.is_const for t in inputs) or bool(getattr(REGISTRY[node.op], "reads_shape_only", False))
+
+
+def fold_node(node: Node, g: Graph, board: Board) -> None:
+    """Evaluate `node` with numpy and replace it by constants (its output shapes checked
+    against the board's flash first: a constant's size is the model's to choose). The op's
+    `check` is not asked (it states what its kernels support at run time, e.g. Concat's
+    "no constant inputs"); constants that do not fit the op are refused by the numpy errors
+    they raise here, naming the node."""
+    op = REGISTRY[node.op]
+    try:
+        with np.errstate(all="ignore"):
+            shapes = op.infer(node, g)
+            refuse_extra_outputs(node, shapes)
+            for out, shape in zip(node.outputs, shapes):
+                size = int(np.prod(shape, dtype=np.float64))
+                if size > board.flash_bytes:
+                    raise ModelError(f"constant '{out}' of node '{node.name}' ({size} values) is larger than the "
+                                     f"flash of board '{board.name}' ({board.flash_bytes} bytes) even as int8")
+                if out:
+                    g.tensors[out] = Tensor(out, tuple(int(d) for d in shape))
+            values = op.run_float(node, g, compile_time_inputs(node, g))
+    except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError, KeyError) as exc:
+        raise ModelError(f"node '{node.name}' ({node.op}): its constant inputs cannot be evaluated at compile "
+                         f"time: {first_line(exc)}") from None
+    for out, value in zip(node.outputs, values):
+        if not out:
+            continue
+        value = np.array(value, order="C")  # (ascontiguousarray would make a scalar 1-D)
+        if out in g.outputs:
+            raise ModelError(f"output '{out}' of node '{node.name}' ({node.op}) is a constant (computed at compile "
+                             f"time); a model output must depend on a model input")
+        g.tensors[out] = Tensor(out, tuple(value.shape), str(value.dtype), value)
+    g.nodes.remove(node)

@@ -27,7 +27,22 @@ def read_model_file(path: Path) -> onnx.ModelProto:
         raise ModelError(f"'{path.name}' is not a valid ONNX model (cannot parse: {type(exc).__name__})") from None
     if not model.HasField("graph") or not model.graph.node:
         raise ModelError(f"'{path.name}' is not a valid ONNX model (no graph or no nodes)")
+    refuse_undecodable_names(model.graph)
     return model
+
+
+def refuse_undecodable_names(graph: onnx.GraphProto) -> None:
+    """Protobuf hands a string field that is not valid UTF-8 back as bytes; such a name would
+    reach reports and C as bytes. Refuse it, naming what holds it."""
+    values = list(graph.input) + list(graph.output) + list(graph.value_info)
+    named = [("tensor", v.name) for v in values] + [("initializer", t.name) for t in graph.initializer]
+    for node in graph.node:
+        named += [("node", node.name), ("op type", node.op_type), ("domain", node.domain)]
+        named += [("tensor", t) for t in list(node.input) + list(node.output)]
+        named += [("attribute", a.name) for a in node.attribute]
+    for what, name in named:
+        if isinstance(name, bytes):
+            raise ModelError(f"{what} name {name!r} is not valid UTF-8")
 
 
 def all_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:

@@ -6,12 +6,16 @@ from . import (  # noqa: F401  (imported for registration)
     elementwise,
     qdq,
     gemm,
+    movement,
     recurrent,
     normalization,
     pool,
     reduce,
+    resize,
+    select,
     shape,
     softmax,
+    static,
 )
 from .registry import REGISTRY, OpDef, get_op, supported_ops
 

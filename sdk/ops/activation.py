@@ -38,11 +38,11 @@ def clip_bounds(node: Node, g: Graph) -> tuple[float, float]:
     for index, default in ((1, lo), (2, hi)):
         if len(node.inputs) > index and node.inputs[index]:
             value = g.const(node.inputs[index])
-            require(value is not None, node, "min and max must be constants")
+            require(value is not None and value.size == 1, node, "min and max must be scalar constants")
             if index == 1:
-                lo = float(value)
+                lo = float(value.reshape(-1)[0])
             else:
-                hi = float(value)
+                hi = float(value.reshape(-1)[0])
     return float(lo), float(hi)
 
 

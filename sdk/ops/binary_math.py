@@ -26,7 +26,8 @@ from ..codegen.kernel_api import call
 from ..ir import Graph, Node
 from ..quant.requant import clamp_int8, dequantize, quantize_float, quantize_multiplier, requant
 from .activation import lookup_table
-from .common import Buf, Weight, apply_fused_float, float_bounds, fused_int_range, qparams_of, require
+from .common import (Buf, Weight, apply_fused_float, broadcast_shape, float_bounds, fused_int_range, qparams_of,
+                     require)
 from .elementwise import Add, Binary, Mul, const_qparams
 from .registry import register
 
@@ -143,11 +144,7 @@ class Sum(make_table_first(Add)):
             require(len(g.tensors[name].shape) <= 4, node, "rank above 4 is not supported")
 
     def infer(self, node, g):
-        shapes = [g.tensors[i].shape for i in node.inputs]
-        try:
-            return [tuple(np.broadcast_shapes(*shapes))]
-        except ValueError:
-            require(False, node, f"shapes {', '.join(map(str, shapes))} do not broadcast")
+        return [broadcast_shape(node, [g.tensors[i].shape for i in node.inputs])]
 
     def run_float(self, node, g, xs):
         y = xs[0].astype(np.float64)

@@ -68,6 +68,15 @@ def require(cond: bool, node: Node, message: str) -> None:
         raise ModelError(f"node '{node.name}' ({node.op}): {message}")
 
 
+def broadcast_shape(node: Node, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """The numpy broadcast of the inputs' shapes, or ModelError naming the node."""
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ModelError(f"node '{node.name}' ({node.op}): shapes {', '.join(map(str, shapes))} do not broadcast") \
+            from None
+
+
 def const_input(g: Graph, node: Node, index: int, what: str) -> np.ndarray:
     data = g.const(node.inputs[index]) if index < len(node.inputs) and node.inputs[index] else None
     require(data is not None, node, f"{what} must be a constant initializer")

@@ -88,7 +88,8 @@ class Conv(OpDef):
         require(w.ndim == 4, node, f"only 2-D convolution is supported (weight rank {w.ndim})")
         require(len(g.tensors[node.inputs[0]].shape) == 4, node, "the input must be 4-D (NCHW)")
         if optional_input(node, 2):
-            const_input(g, node, 2, "the bias")
+            bias = const_input(g, node, 2, "the bias")
+            require(bias.size == w.shape[0], node, f"the bias has {bias.size} values for {w.shape[0]} output channels")
         group = self.attr(node, "group")
         _, c, _, _ = spatial_dims(g.tensors[node.inputs[0]].shape, node.channels_last)
         require(c == w.shape[1] * group, node, f"input channels {c} != weight {w.shape[1]} x group {group}")

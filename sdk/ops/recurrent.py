@@ -88,6 +88,10 @@ class Recurrent(OpDef):
                 f"W must be [{s.dirs}, {self.gates * s.hidden}, {s.input}], not {list(w.shape)}")
         require(r.shape == (s.dirs, self.gates * s.hidden, s.hidden), node,
                 f"R must be [{s.dirs}, {self.gates * s.hidden}, {s.hidden}], not {list(r.shape)}")
+        if optional_input(node, 3):
+            b = g.const(node.inputs[3])
+            require(b.shape == (s.dirs, 2 * self.gates * s.hidden), node,
+                    f"B must be [{s.dirs}, {2 * self.gates * s.hidden}], not {list(b.shape)}")
         if optional_input(node, 4):
             lens = g.const(node.inputs[4])
             require(lens is not None and np.all(lens == s.seq), node,

@@ -26,6 +26,8 @@ class OpDef:
     output_qparams: str = "calibrated"
     # An alias op's output shares its input's memory (Reshape, Flatten, ...).
     alias: bool = False
+    # The int8 rule as SUPPORTED_OPS.md states it, where the two attributes above do not say it
+    int8_rule: str = ""
 
     def attr(self, node: Node, key: str) -> Any:
         return node.attrs.get(key, self.defaults.get(key))

@@ -12,6 +12,7 @@ from ..ir import Graph, Node
 from ..quant.requant import clamp_int8, quantize_float, quantize_multiplier, requant
 from ..codegen.kernel_api import call
 from .common import io_args, qparams_of, require
+from .movement import remap_call, strides_of
 from .registry import OpDef, register
 
 MAX_RANK = 4
@@ -54,7 +55,11 @@ class Reshape(Alias):
     def infer(self, node, g):
         src = g.tensors[node.inputs[0]].shape
         target = [int(v) for v in g.const(node.inputs[1]).reshape(-1)]
+        require(min(target, default=0) >= -1 and target.count(-1) <= 1, node,
+                f"shape {target} may hold one -1 and no other negative value")
         if not self.attr(node, "allowzero"):
+            require(all(i < len(src) for i, v in enumerate(target) if v == 0), node,
+                    f"shape {target} copies (0) a dimension that the input {src} does not have")
             target = [src[i] if v == 0 else v for i, v in enumerate(target)]
         if -1 in target:
             known = int(np.prod([v for v in target if v != -1]))
@@ -141,7 +146,7 @@ def transpose_args(in_shape: tuple[int, ...], perm: list[int]) -> dict[str, int]
 @register
 class Transpose(OpDef):
     op_type = "Transpose"
-    summary = "permute dimensions (up to 4-D); pairs are cancelled by the layout pass"
+    summary = "permute dimensions (above 4-D as an index remap); pairs are cancelled by the layout pass"
     output_qparams = "same"
 
     def perm(self, node: Node, g: Graph) -> list[int]:
@@ -150,7 +155,6 @@ class Transpose(OpDef):
 
     def check(self, node, g):
         rank = len(g.tensors[node.inputs[0]].shape)
-        require(rank <= MAX_RANK, node, f"rank above {MAX_RANK} is not supported")
         require(sorted(self.perm(node, g)) == list(range(rank)), node, "perm is not a permutation")
 
     def infer(self, node, g):
@@ -163,7 +167,11 @@ class Transpose(OpDef):
     run_int = run_float
 
     def lower(self, node, g, precision):
-        args = transpose_args(g.tensors[node.inputs[0]].shape, self.perm(node, g))
+        shape, perm = g.tensors[node.inputs[0]].shape, self.perm(node, g)
+        if len(shape) > MAX_RANK:  # output axis k reads input axis perm[k] with its stride
+            strides = strides_of(shape)
+            return remap_call(node, g, 0, [np.arange(shape[p]) * strides[p] for p in perm])
+        args = transpose_args(shape, perm)
         kernel = "transpose_s8" if precision == "int8" else "transpose_f32"
         return call(kernel, **io_args(node), **args)
 

@@ -1,9 +1,10 @@
-"""Remove inference no-ops (Identity, Dropout) and whatever nobody reads."""
+"""Remove inference no-ops (Identity, Dropout, Cast of float to float: the frontend folds every
+other Cast) and whatever nobody reads."""
 from __future__ import annotations
 
 from ..ir import Graph
 
-NO_OPS = {"Identity", "Dropout"}
+NO_OPS = {"Identity", "Dropout", "Cast"}
 
 
 def remove_identities(g: Graph) -> None:

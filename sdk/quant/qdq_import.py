@@ -22,9 +22,15 @@ def has_qdq(g: Graph) -> bool:
 
 
 def qdq_params(g: Graph, node: Node) -> tuple[np.ndarray, np.ndarray, np.dtype]:
-    scale = g.const(node.inputs[1]).astype(np.float32)
-    zp = g.const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else np.zeros_like(scale, np.uint8)
-    return scale, zp, zp.dtype
+    scale = g.const(node.inputs[1])
+    zp = g.const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    if scale is None or (len(node.inputs) > 2 and node.inputs[2] and zp is None):
+        raise ModelError(f"node '{node.name}' ({node.op}): scale and zero point must be constants")
+    zp = np.zeros_like(scale, np.uint8) if zp is None else zp
+    if scale.ndim > 1 or scale.shape != zp.shape or scale.size == 0:
+        raise ModelError(f"node '{node.name}' ({node.op}): scale {list(scale.shape)} and zero point "
+                         f"{list(zp.shape)} must be one scalar or one vector of the same length")
+    return scale.astype(np.float32), zp, zp.dtype
 
 
 def to_int8(q: np.ndarray, zp: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
@@ -67,6 +73,9 @@ def import_constant(g: Graph, dq: Node) -> None:
     axis = int(dq.attrs.get("axis", 1)) % max(raw.ndim, 1)
     shape = [1] * raw.ndim
     if scale.size > 1:
+        if raw.ndim == 0 or raw.shape[axis] != scale.size:
+            raise ModelError(f"node '{dq.name}' (DequantizeLinear): {scale.size} scales for axis {axis} of a "
+                             f"tensor of shape {list(raw.shape)}")
         shape[axis] = -1
     real = (raw.astype(np.float64) - zp.astype(np.float64).reshape(shape)) * scale.astype(np.float64).reshape(shape)
     out = dq.outputs[0]

@@ -102,3 +102,14 @@ declare(SET, "norm_s8", In("in", "int8_t"), Out("out", "int8_t"), W("gamma", "fl
         *I("rows n period stride span"), *I("zx zy", "int32_t"), *F("e2"))
 declare(SET, "norm_stats_f32", In("in", "float"), Out("mean_out", "float"), Out("inv_std", "float"), *I("rows n"),
         *F("eps"))
+for _variant, _t in (("s8", "int8_t"), ("s16", "int16_t"), ("f32", "float")):
+    declare(SET, f"remap_{_variant}", In("in", _t), Out("out", _t), *I("o0 o1 o2 o3"), W("t0", "int32_t"),
+            W("t1", "int32_t"), W("t2", "int32_t"), W("t3", "int32_t"))
+for _variant, _t, _wt in (("s8", "int8_t", "int32_t"), ("f32", "float", "float")):
+    declare(SET, f"resize_linear_{_variant}", In("in", _t), Out("out", _t), *I("outer h w oh ow"),
+            W("y0", "int32_t"), W("y1", "int32_t"), W("wy", _wt), W("x0", "int32_t"), W("x1", "int32_t"),
+            W("wx", _wt))
+for _variant, _t in (("s8", "int8_t"), ("f32", "float")):
+    declare(SET, f"where_{_variant}", In("a", _t), In("b", _t), Out("out", _t),
+            *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), W("cond", "int8_t"), *I("sc0 sc1 sc2 sc3"),
+            *(I("za ma sha zb mb shb zy", "int32_t") if _variant == "s8" else []))

@@ -1,0 +1,228 @@
+"""Resize and Upsample: nearest (an index remap, see movement.py) and linear / bilinear.
+
+Coordinate transformation modes: half_pixel, pytorch_half_pixel, align_corners, asymmetric
+(what exporters write); scales or sizes as constant inputs. Nearest rounding modes:
+round_prefer_floor, round_prefer_ceil, floor, ceil.
+
+Linear interpolates along the last two axes (H, W; the last one only for a 3-D tensor),
+the leading axes must keep their size. Per output row and column Python computes the two
+source offsets and the weight of the second one; the kernel blends four values.
+int8 rule: the output keeps the input's scale and zero point; the weights are rounded to
+Q11 (wy + (2048 - wy) = 2048), the blend of the four int8 codes is exact in int32 (at most
+2^29 in magnitude) and rounded once: (acc + 2^21) >> 22. As the weights sum to one the
+zero point passes through unchanged.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..codegen.kernel_api import call
+from ..ir import Graph, Node
+from .common import Buf, Weight, optional_input, require
+from .movement import VARIANT, Remap, strides_of
+from .registry import register
+
+COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+WEIGHT_BITS = 11
+ONE = 1 << WEIGHT_BITS
+
+
+def source_coords(out_len: int, in_len: int, scale: float, mode: str) -> np.ndarray:
+    """The input coordinate of each output index (ONNX Resize, before rounding or clamping)."""
+    x = np.arange(out_len, dtype=np.float64)
+    if mode == "half_pixel":
+        return (x + 0.5) / scale - 0.5
+    if mode == "pytorch_half_pixel":
+        return (x + 0.5) / scale - 0.5 if out_len > 1 else np.zeros(out_len)
+    if mode == "align_corners":
+        return x * (in_len - 1) / (out_len - 1) if out_len > 1 else np.zeros(out_len)
+    return x / scale  # asymmetric
+
+
+def nearest_index(coords: np.ndarray, in_len: int, mode: str) -> np.ndarray:
+    if mode == "floor":
+        idx = np.floor(coords)
+    elif mode == "ceil":
+        idx = np.ceil(coords)
+    elif mode == "round_prefer_ceil":
+        idx = np.floor(coords + 0.5)
+    else:  # round_prefer_floor
+        idx = np.ceil(coords - 0.5)
+    return np.clip(idx, 0, in_len - 1).astype(np.int64)
+
+
+def linear_taps(coords: np.ndarray, in_len: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first index, second index, weight of the second) per output index."""
+    x = np.clip(coords, 0, in_len - 1)
+    lo = np.floor(x).astype(np.int64)
+    return lo, np.minimum(lo + 1, in_len - 1), x - lo
+
+
+class ResizeBase(Remap):
+    """Shared by Resize and Upsample: the per-axis scales and output sizes, then either the
+    nearest tables (Remap) or the linear kernel."""
+
+    def mode(self, node: Node) -> str:
+        return str(node.attrs.get("mode", "nearest"))
+
+    def coord_mode(self, node: Node) -> str:
+        return "asymmetric"
+
+    def nearest_mode(self, node: Node) -> str:
+        return "floor"
+
+    def scales_sizes(self, node: Node, g: Graph) -> tuple[list[float], list[int]]:
+        raise NotImplementedError
+
+    def check(self, node, g):
+        mode = self.mode(node)
+        require(mode in ("nearest", "linear", "bilinear"), node, f"mode '{mode}' is not supported "
+                                                                 f"(nearest and linear are)")
+        coord = self.coord_mode(node)
+        require(coord in COORD_MODES, node, f"coordinate_transformation_mode '{coord}' is not supported "
+                                            f"({', '.join(COORD_MODES)} are)")
+        require(self.nearest_mode(node) in NEAREST_MODES, node,
+                f"nearest_mode '{self.nearest_mode(node)}' is not supported")
+        shape = g.tensors[node.inputs[0]].shape
+        require(len(shape) >= 1, node, "a scalar cannot be resized")
+        if mode != "nearest":
+            _, sizes = self.scales_sizes(node, g)
+            require(len(shape) >= 2 and tuple(sizes[:-2]) == tuple(shape[:-2]), node,
+                    "linear mode resizes only the last two axes")
+        super().check(node, g)
+
+    def table_dims(self, node, g):
+        return [tuple(self.scales_sizes(node, g)[1])]
+
+    def axis_coords(self, node: Node, g: Graph) -> list[np.ndarray]:
+        shape = g.tensors[node.inputs[0]].shape
+        scales, sizes = self.scales_sizes(node, g)
+        return [source_coords(o, i, s, self.coord_mode(node)) for o, i, s in zip(sizes, shape, scales)]
+
+    def tables(self, node, g):
+        shape = g.tensors[node.inputs[0]].shape
+        strides = strides_of(shape)
+        return [[nearest_index(c, d, self.nearest_mode(node)) * s
+                 for c, d, s in zip(self.axis_coords(node, g), shape, strides)]]
+
+    def linear_geometry(self, node: Node, g: Graph) -> dict:
+        """Offsets and weights along H and W (an input of rank 3 has H = 1)."""
+        shape = g.tensors[node.inputs[0]].shape
+        coords = self.axis_coords(node, g)
+        h, w = (1, shape[-1]) if len(shape) == 2 else shape[-2:]
+        cy = coords[-2] if len(shape) > 2 else np.zeros(1)
+        y0, y1, fy = linear_taps(cy, h)
+        x0, x1, fx = linear_taps(coords[-1], w)
+        return {"outer": int(np.prod(shape[:-2], dtype=np.int64)), "h": h, "w": w,
+                "y0": y0 * w, "y1": y1 * w, "fy": fy, "x0": x0, "x1": x1, "fx": fx}
+
+    def run_float(self, node, g, xs):
+        if self.mode(node) == "nearest":
+            return super().run_float(node, g, xs)
+        geo = self.linear_geometry(node, g)
+        x = xs[0].reshape(geo["outer"], -1).astype(np.float32)
+        fy, fx = geo["fy"].astype(np.float32)[:, None], geo["fx"].astype(np.float32)[None, :]
+
+        def at(rows, cols):
+            return x[:, rows[:, None] + cols[None, :]]
+        top = at(geo["y0"], geo["x0"]) * (1 - fx) + at(geo["y0"], geo["x1"]) * fx
+        bottom = at(geo["y1"], geo["x0"]) * (1 - fx) + at(geo["y1"], geo["x1"]) * fx
+        out = top * (1 - fy) + bottom * fy
+        return [out.astype(np.float32).reshape(self.infer(node, g)[0])]
+
+    @staticmethod
+    def q_weights(frac: np.ndarray) -> np.ndarray:
+        return np.round(frac * ONE).astype(np.int32)
+
+    def run_int(self, node, g, xs):
+        if self.mode(node) == "nearest":
+            return super().run_int(node, g, xs)
+        geo = self.linear_geometry(node, g)
+        x = xs[0].reshape(geo["outer"], -1).astype(np.int64)
+        wy, wx = self.q_weights(geo["fy"]).astype(np.int64)[:, None], self.q_weights(geo["fx"]).astype(np.int64)[None, :]
+
+        def at(rows, cols):
+            return x[:, rows[:, None] + cols[None, :]]
+        top = at(geo["y0"], geo["x0"]) * (ONE - wx) + at(geo["y0"], geo["x1"]) * wx
+        bottom = at(geo["y1"], geo["x0"]) * (ONE - wx) + at(geo["y1"], geo["x1"]) * wx
+        acc = top * (ONE - wy) + bottom * wy
+        out = (acc + (1 << (2 * WEIGHT_BITS - 1))) >> (2 * WEIGHT_BITS)
+        return [out.astype(xs[0].dtype).reshape(self.infer(node, g)[0])]
+
+    def lower(self, node, g, precision):
+        if self.mode(node) == "nearest":
+            return super().lower(node, g, precision)
+        geo = self.linear_geometry(node, g)
+        variant = VARIANT[g.tensors[node.outputs[0]].dtype]
+        require(variant in ("s8", "f32"), node, "linear mode has no 16-bit kernel")
+        if variant == "s8":
+            fy, fx = Weight("wy", self.q_weights(geo["fy"]), "int32_t"), Weight("wx", self.q_weights(geo["fx"]), "int32_t")
+        else:
+            fy, fx = Weight("wy", geo["fy"].astype(np.float32), "float"), Weight("wx", geo["fx"].astype(np.float32), "float")
+        return call(f"resize_linear_{variant}", in_=Buf(node.inputs[0], const=True), out=Buf(node.outputs[0]),
+                    outer=geo["outer"], h=geo["h"], w=geo["w"], oh=len(geo["y0"]), ow=len(geo["x0"]),
+                    y0=Weight("y0", geo["y0"].astype(np.int32), "int32_t"),
+                    y1=Weight("y1", geo["y1"].astype(np.int32), "int32_t"), wy=fy,
+                    x0=Weight("x0", geo["x0"].astype(np.int32), "int32_t"),
+                    x1=Weight("x1", geo["x1"].astype(np.int32), "int32_t"), wx=fx)
+
+
+def sizes_from_scales(node: Node, shape: tuple[int, ...], scales: list[float]) -> list[int]:
+    require(len(scales) == len(shape), node, f"{len(scales)} scales for a tensor of rank {len(shape)}")
+    require(all(np.isfinite(s) and s > 0 for s in scales), node, "scales must be positive and finite")
+    require(all(s < 2**31 for s in scales), node, f"scales {scales} are too large")
+    sizes = [int(np.floor(d * s)) for d, s in zip(shape, scales)]
+    require(min(sizes) > 0, node, f"scales {scales} give an empty output")
+    return sizes
+
+
+@register
+class Resize(ResizeBase):
+    op_type = "Resize"
+    summary = ("nearest (4 rounding modes) and linear on the last two axes; half_pixel, pytorch_half_pixel, "
+               "align_corners, asymmetric; constant scales or sizes")
+
+    def coord_mode(self, node):
+        return str(node.attrs.get("coordinate_transformation_mode", "half_pixel"))
+
+    def nearest_mode(self, node):
+        return str(node.attrs.get("nearest_mode", "round_prefer_floor"))
+
+    def check(self, node, g):
+        require(not node.attrs.get("antialias", 0), node, "antialias is not supported")
+        require("axes" not in node.attrs, node, "the axes attribute is not supported")
+        policy = node.attrs.get("keep_aspect_ratio_policy", "stretch")
+        require(policy == "stretch", node, f"keep_aspect_ratio_policy '{policy}' is not supported")
+        super().check(node, g)
+
+    def scales_sizes(self, node, g):
+        shape = g.tensors[node.inputs[0]].shape
+        sizes_name, scales_name = optional_input(node, 3), optional_input(node, 2)
+        if sizes_name:
+            sizes = g.const(sizes_name)
+            require(sizes is not None, node, "sizes must be a constant")
+            sizes = [int(s) for s in sizes.reshape(-1)]
+            require(len(sizes) == len(shape) and min(sizes) > 0, node,
+                    f"sizes {sizes} must be positive, one per dimension of {shape}")
+            return [o / i for o, i in zip(sizes, shape)], sizes
+        scales = g.const(scales_name) if scales_name else None
+        require(scales is not None and scales.size > 0, node, "scales or sizes must be a constant input")
+        scales = [float(s) for s in scales.reshape(-1)]
+        return scales, sizes_from_scales(node, shape, scales)
+
+
+@register
+class Upsample(ResizeBase):
+    op_type = "Upsample"
+    summary = "opset 9 upsampling: nearest (floor) or linear, asymmetric coordinates, constant scales"
+
+    def mode(self, node):
+        return str(node.attrs.get("mode", "nearest"))
+
+    def scales_sizes(self, node, g):
+        shape = g.tensors[node.inputs[0]].shape
+        scales = g.const(optional_input(node, 1)) if optional_input(node, 1) else node.attrs.get("scales")
+        require(scales is not None, node, "scales must be a constant")
+        scales = [float(s) for s in np.asarray(scales).reshape(-1)]
+        return scales, sizes_from_scales(node, shape, scales)
