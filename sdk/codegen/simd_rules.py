@@ -9,10 +9,11 @@ import numpy as np
 from ..ops.elementwise import broadcast_strides
 from .kernel_api import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer
-from .simd_layout import band_rows, channel_blocks, conv_tap_rows, data, padded, pick, threads_for
+from .simd_layout import (PANEL_MAX_BYTES, channel_blocks, conv_tap_rows, data, dense_conv_weights, padded, panel_band,
+                          pick, threads_for)
 
-PANEL_BYTES = 48 * 1024  # stack budget of a kernel's input panel (per thread)
 CONV_GEOMETRY = "n h wd c oh ow kh kw sh sw pt pl"
+PANEL_TOO_WIDE = f"one band of input rows needs more than {PANEL_MAX_BYTES // 1024} KB of stack panel"
 
 
 def round_up(n: int, multiple: int) -> int:
@@ -32,25 +33,26 @@ def dense_add(kernel_set: str, c: KernelCall, node, g, options) -> Answer:
 
 def float_conv(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> Answer:
     """fp32 conv (weights [ky][tap][channel] in blocks of 16/8 channels) and depthwise
-    (weights [block][tap][lanes]); no dilation, no other grouping."""
+    (weights [block][tap][lanes]). Dilation becomes zero taps, other groupings a dense
+    convolution with zero weights across groups (dense_conv_weights): same sums, more MACs."""
     a = c.args
-    if a["dh"] != 1 or a["dw"] != 1:
-        return Declined("dilated convolution")
     w = data(a["w"]).astype(np.float32)  # [oc][kh][kw][c / groups]
     bias = data(a["bias"]).astype(np.float32)
-    oc, kh, kw, ch = a["oc"], a["kh"], a["kw"], a["c"]
-    common = dict(pick(a, "in out lo hi " + CONV_GEOMETRY),
-                  threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * kh * kw * (ch // a["groups"])))
-    if a["groups"] != 1:
-        if not a["groups"] == ch == oc:
-            return Declined("grouped convolution that is not depthwise")
+    oc, ch, groups = a["oc"], a["c"], a["groups"]
+    depthwise = groups == ch == oc
+    w = dense_conv_weights(w, 1 if depthwise else groups, w.shape[3] if depthwise else ch, a["dh"], a["dw"])
+    kh, kw = w.shape[1], w.shape[2]
+    geometry = {**pick(a, "in out lo hi " + CONV_GEOMETRY), "kh": kh, "kw": kw}
+    common = dict(geometry, threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * kh * kw * w.shape[3]))
+    cols = (a["ow"] - 1) * a["sw"] + kw
+    if depthwise:
         cp = round_up(ch, lanes)
         wt = np.zeros((cp, kh * kw), dtype=np.float32)
         wt[:ch] = w.reshape(ch, kh * kw)
         packed = wt.reshape(cp // lanes, lanes, kh * kw).transpose(0, 2, 1)  # [block][tap][lanes]
-        band = band_rows(a["oh"], a["sh"], kh, ((a["ow"] - 1) * a["sw"] + kw) * cp * 4, PANEL_BYTES)
+        band = panel_band(a["oh"], a["sh"], kh, cols * cp * 4)
         if band == 0:
-            return Declined("input rows too wide for the stack panel")
+            return Declined(PANEL_TOO_WIDE)
         return kernel(kernel_set, f"dwconv2d_f32_{kernel_set}")(
             **common, w=Weight("w", packed.reshape(-1), "float"), bias=Weight("bias", padded(bias, cp), "float"),
             band=band)
@@ -61,9 +63,9 @@ def float_conv(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> 
         block = np.zeros((width, kh, kr), dtype=np.float32)
         block[:min(width, oc - o)] = rows[o:o + width]
         packed.append(block.transpose(1, 2, 0).reshape(-1))  # [ky][tap][channel]
-    band = band_rows(a["oh"], a["sh"], kh, round_up(((a["ow"] - 1) * a["sw"] + kw) * ch, lanes) * 4, PANEL_BYTES)
+    band = panel_band(a["oh"], a["sh"], kh, round_up(cols * ch, lanes) * 4)
     if band == 0:
-        return Declined("input rows too wide for the stack panel")
+        return Declined(PANEL_TOO_WIDE)
     return kernel(kernel_set, f"conv2d_f32_{kernel_set}")(
         **common, oc=oc, w=Weight("w", np.concatenate(packed), "float"),
         bias=Weight("bias", padded(bias, sum(width for _, width in blocks)), "float"), band=band)

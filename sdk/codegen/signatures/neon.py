@@ -11,15 +11,15 @@ declare(SET, "avgpool_s8_neon", In("in", "int8_t"), Out("out", "int8_t"),
 declare(SET, "conv2d_f32_neon", In("in", "float"), Out("out", "float"), W("w", "float"), W("bias", "float"),
         *I("n h wd c oh ow oc kh kw sh sw pt pl band"), *F("lo hi"), *I("threads"))
 declare(SET, "conv2d_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
-        W("mult", "int32_t"), W("rq", "int64_t"), *I("n h wd c oh ow oc kh kw sh sw pt pl kq band"),
+        W("mult", "int32_t"), W("rq", "int64_t"), *I("n h wd c oh ow oc kh kw sh sw pt pl kq band wide"),
         *I("zx zy lo hi", "int32_t"), *I("threads"))
 declare(SET, "dwconv2d_f32_neon", In("in", "float"), Out("out", "float"), W("w", "float"), W("bias", "float"),
         *I("n h wd c oh ow kh kw sh sw pt pl band"), *F("lo hi"), *I("threads"))
 declare(SET, "dwconv2d_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int16_t"), W("bias", "int32_t"),
-        W("mult", "int32_t"), W("rq", "int64_t"), *I("n h wd c oh ow kh kw sh sw pt pl band"),
+        W("mult", "int32_t"), W("rq", "int64_t"), *I("n h wd c oh ow oc kh kw sh sw dh dw pt pl dm ct band wide"),
         *I("zx zy lo hi", "int32_t"), *I("threads"))
 declare(SET, "fc_f32_neon", In("in", "float"), Out("out", "float"), W("w", "float"), W("bias", "float"),
         *I("rows k n"), *F("lo hi"), *I("threads"))
 declare(SET, "fc_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
-        W("mult", "int32_t"), W("rq", "int64_t"), *I("rows k n kp"), *I("zy lo hi", "int32_t"), *I("threads"))
+        W("mult", "int32_t"), W("rq", "int64_t"), *I("rows k n kp wide"), *I("zy lo hi", "int32_t"), *I("threads"))
 declare(SET, "maxpool_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), *I("n h w c oh ow kh kw sh sw pt pl pb pr"))
