@@ -119,12 +119,6 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
         kp=kp, fast=mode, threads=threads_for(options, a["rows"] * n * k))
 
 
-def transpose_s8(c: KernelCall, node, g, options) -> Answer:
-    if c["s2"] != 1:
-        return Declined("the third axis is not contiguous in the input")
-    return kernel(SET, "transpose_s8_avx2")(**pick(c.args, "in out o0 o1 o2 o3 s0 s1 s3"))
-
-
 def maxpool_s8(c: KernelCall, node, g, options) -> Answer:
     return kernel(SET, "maxpool_s8_avx2")(**c.args)
 
@@ -142,5 +136,4 @@ class Avx2(KernelSet):
         "fc_s8": fc_s8,
         "maxpool_s8": maxpool_s8,
         "avgpool_s8": avgpool_s8,
-        "transpose_s8": transpose_s8,
     }

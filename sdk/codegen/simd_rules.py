@@ -6,7 +6,6 @@ from functools import partial
 
 import numpy as np
 
-from ..ops.elementwise import broadcast_strides
 from .kernel_api import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer
 from .simd_layout import (PANEL_MAX_BYTES, channel_blocks, conv_tap_rows, data, dense_conv_weights, padded, panel_band,
@@ -20,15 +19,30 @@ def round_up(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple
 
 
-def dense_add(kernel_set: str, c: KernelCall, node, g, options) -> Answer:
-    """Same-shape int8 add (the portable kernel keeps broadcasting)."""
+def merged_axes(dims: list[int], sa: list[int], sb: list[int]) -> tuple[list[int], list[int], list[int]]:
+    """The 4-D broadcast loop's axes with each axis merged into the one inside it where that is
+    contiguous in both inputs (stride = inner stride * inner size; an axis broadcast on one side
+    has stride 0 there and merges with a broadcast inner axis), so that the kernels' inner rows
+    are as long as they can be. Axes of size 1 drop out."""
+    axes: list[tuple[int, int, int]] = []  # innermost first: (size, stride a, stride b)
+    for i in [i for i in range(3, -1, -1) if dims[i] != 1]:
+        if axes and sa[i] == axes[-1][1] * axes[-1][0] and sb[i] == axes[-1][2] * axes[-1][0]:
+            axes[-1] = (axes[-1][0] * dims[i], axes[-1][1], axes[-1][2])
+        else:
+            axes.append((dims[i], sa[i], sb[i]))
+    axes += [(1, 0, 0)] * (4 - len(axes))
+    axes.reverse()
+    return [x[0] for x in axes], [x[1] for x in axes], [x[2] for x in axes]
+
+
+def binary_s8(kernel_set: str, op: str, c: KernelCall, node, g, options) -> Answer:
+    """int8 Add / Mul with broadcasting: the same 4-D loop as the portable kernel, axes merged."""
     a = c.args
-    dims = [a[f"d{i}"] for i in range(4)]
-    dense = broadcast_strides(tuple(dims), tuple(dims))
-    if [a[f"sa{i}"] for i in range(4)] != dense or [a[f"sb{i}"] for i in range(4)] != dense:
-        return Declined("broadcasting add")
-    return kernel(kernel_set, f"add_s8_{kernel_set}")(**pick(a, "a b out za zb ma mb shift zy lo hi"),
-                                                         count=int(np.prod(dims)))
+    d, sa, sb = merged_axes([a[f"d{i}"] for i in range(4)], [a[f"sa{i}"] for i in range(4)],
+                            [a[f"sb{i}"] for i in range(4)])
+    loop = {**{f"d{i}": d[i] for i in range(4)}, **{f"sa{i}": sa[i] for i in range(4)},
+            **{f"sb{i}": sb[i] for i in range(4)}}
+    return kernel(kernel_set, f"{op}_s8_{kernel_set}")(**{**a, **loop})
 
 
 def float_conv(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> Answer:
@@ -89,7 +103,22 @@ def float_fc(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> An
         threads=threads_for(options, a["rows"] * n * k))
 
 
+SOFTMAX_COLS_MAX = 1 << 26  # the double division is exact while 2 * S < 2^44 (S <= cols * 2^16)
+
+
+def softmax_s8(kernel_set: str, c: KernelCall, node, g, options) -> Answer:
+    if c["cols"] >= SOFTMAX_COLS_MAX:
+        return Declined(f"softmax rows of {SOFTMAX_COLS_MAX} or more values")
+    return kernel(kernel_set, f"softmax_s8_{kernel_set}")(**c.args)
+
+
+def transpose_s8(kernel_set: str, c: KernelCall, node, g, options) -> Answer:
+    return kernel(kernel_set, f"transpose_s8_{kernel_set}")(**c.args)
+
+
 def shared_rules(kernel_set: str, lanes: int) -> dict:
     """The rules both SIMD sets get from here (their kernels differ only by vector width)."""
-    return {"add_s8": partial(dense_add, kernel_set), "conv2d_f32": partial(float_conv, kernel_set, lanes),
+    return {"add_s8": partial(binary_s8, kernel_set, "add"), "mul_s8": partial(binary_s8, kernel_set, "mul"),
+            "softmax_s8": partial(softmax_s8, kernel_set), "transpose_s8": partial(transpose_s8, kernel_set),
+            "conv2d_f32": partial(float_conv, kernel_set, lanes),
             "fc_f32": partial(float_fc, kernel_set, lanes)}

@@ -1,11 +1,18 @@
 /* transpose_s8_avx2: the portable transpose_s8 (output dims o0..o3, input element strides
- * s0..s3 of each output axis) for the layouts where output axis 2 is contiguous in the input
- * (s2 == 1), as NCHW -> NHWC at a model's input: input rows are read in order and written with
- * the output's stride; with 3 channels, 16 pixels at a time are interleaved by byte shuffles. */
+ * s0..s3 of each output axis). Where output axis 2 is contiguous in the input (s2 == 1), as
+ * NCHW -> NHWC at a model's input, input rows are read in order and written with the
+ * output's stride; with 3 channels, 16 pixels at a time are interleaved by byte shuffles.
+ * Other layouts go through cuvil_transpose_rows (rows copied whole where the last axis is
+ * contiguous, element by element otherwise). */
 #include "cuvil_avx2_common.h"
 
-static void transpose_s8_avx2(const int8_t *in, int8_t *out, int o0, int o1, int o2, int o3, int s0, int s1, int s3)
+static void transpose_s8_avx2(const int8_t *in, int8_t *out, int o0, int o1, int o2, int o3, int s0, int s1, int s2,
+                              int s3)
 {
+    if (s2 != 1) {
+        cuvil_transpose_rows(in, out, o0, o1, o2, o3, s0, s1, s2, s3);
+        return;
+    }
     for (int a = 0; a < o0; a++)
         for (int b = 0; b < o1; b++) {
             int8_t *dst = out + ((long)a * o1 + b) * o2 * o3;

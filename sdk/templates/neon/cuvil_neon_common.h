@@ -202,4 +202,20 @@ static inline void cuvil_neon_quantize(const float *src, int8_t *dst, int32_t n,
     for (int32_t i = n8; i < n; i++) dst[i] = cuvil_quantize(src[i], scale, zp);
 }
 #define CUVIL_QUANTIZE_INPUT cuvil_neon_quantize
+/* The 4-D transpose loop of transpose_s8 (output dims o0..o3, input element strides s0..s3),
+ * copying whole rows where the last output axis is contiguous in the input (s3 == 1). */
+static inline void cuvil_transpose_rows(const int8_t *in, int8_t *out, int o0, int o1, int o2, int o3, int s0, int s1,
+                                        int s2, int s3)
+{
+    for (int a = 0; a < o0; a++)
+        for (int b = 0; b < o1; b++)
+            for (int c = 0; c < o2; c++, out += o3) {
+                const int8_t *src = in + (long)a * s0 + (long)b * s1 + (long)c * s2;
+                if (s3 == 1)
+                    memcpy(out, src, (size_t)o3);
+                else
+                    for (int d = 0; d < o3; d++) out[d] = src[(long)d * s3];
+            }
+}
+
 #endif /* CUVIL_NEON_COMMON_H */
