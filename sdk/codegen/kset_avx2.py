@@ -4,11 +4,14 @@ For each call the portable lowering produced, a rule here decides whether an AVX
 takes it and re-lays the weights out for that kernel at compile time (every shape is
 known): int8 weights become int16 tap pairs in the order the kernel reads them, channel
 counts are padded to whole vectors, and requantization multipliers and shifts become the
-per-lane table of cuvil_avx2_requant8. A rule declines (the portable kernel runs, and the
-build reports the layer with the reason) what its kernel does not cover: grouped or dilated
-convolutions, broadcasting element-wise ops, layers too wide for the stack panel, and layers
-whose requantized values could leave int32 when their shifts are outside the fast rule's
-range (cuvil_avx2_requant8 keeps 32-bit lanes after the 64-bit shift). Large
+per-lane table of cuvil_avx2_requant8. Every int8 convolution is taken: depthwise ones (any
+depth multiplier, stride, dilation) by the depthwise kernel, whose panel holds a tile of
+output channels so that any row width fits; grouped and dilated ones as a dense convolution
+with zero weights (simd_layout.dense_conv_weights: the same sums, more multiply-adds). Any
+shift and multiplier is requantized exactly (cuvil_avx2_requant8: the fast rule for shifts
+32..54, the general 64-bit one otherwise, and the wide one when a layer's worst-case
+accumulator passes int32). A rule declines only what 32-bit lanes cannot hold (a channel
+with more than 66,000 full-range inputs) or a stack panel beyond PANEL_MAX_BYTES. Large
 layers get the build's --threads (simd_layout.threads_for).
 
 int8 results are bit-identical to the portable kernels: the integer sums are exact and
@@ -21,11 +24,11 @@ import numpy as np
 
 from .kernel_api import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer, KernelSet, register_kernel_set
-from .simd_layout import (SUM_RANGE, channel_blocks, channel_tile, conv_tap_rows, data, dense_conv_weights, padded,
+from .simd_layout import (PANEL_MAX_BYTES, SUM_RANGE, channel_blocks, channel_tile, conv_tap_rows, data, dense_conv_weights, padded,
                           panel_band, pick, requant_mode, requant_table_avx2, sums_fit, threads_for)
 from .simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, shared_rules
 
-X16_MAX = 32 * 1024  # fc: the most inputs converted to int16 on the stack
+X16_MAX = PANEL_MAX_BYTES // 2  # fc: the most inputs converted to int16 on the stack
 SET = "avx2"
 
 
@@ -103,6 +106,8 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
     n, k = a["n"], a["k"]
     if k > X16_MAX:
         return Declined(f"more than {X16_MAX} inputs")
+    if not sums_fit(w, bias):
+        return Declined(SUM_RANGE)
     mode = requant_mode(w, bias, shift)
     kp = k + (k & 1)
     packed = []

@@ -4,12 +4,14 @@
 widening multiplies otherwise; the weight layouts are the same either way.
 
 As for the avx2 set (kset_avx2.py), each rule re-lays the weights out at compile time and
-declines, with its reason, what its kernel does not cover (grouped or dilated convolutions,
-broadcasting adds, layers too wide for the stack panel, a zero-point-corrected bias that
-leaves int32). int8 results are bit-identical to the portable kernels: SDOT sums of raw
-int8 inputs are exact, the input panel is padded with the zero point and the bias carries
--zx * sum(w), and the requantization is cuvil_requant's rule in 64-bit lanes
-(board_tests/test_simd_rpi5.py holds that on the kernel grid under qemu-aarch64).
+takes every int8 convolution (depthwise with any depth multiplier, stride and dilation in
+output-channel tiles; grouped and dilated ones as dense convolutions with zero weights), any
+fully connected layer whose sums fit 32-bit lanes, and any shift. int8 results are
+bit-identical to the numpy reference: SDOT sums of raw int8 inputs are exact, the input panel
+is padded with the zero point and the bias carries -zx * sum(w) modulo 2^32, and the
+requantization is the reference's rule in 64-bit lanes, from the true accumulator
+bias + (acc - bias) when a layer's worst case passes int32 (board_tests/test_simd_rpi5.py
+holds that on the kernel grid under qemu-aarch64).
 """
 from __future__ import annotations
 
@@ -17,12 +19,12 @@ import numpy as np
 
 from .kernel_api import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer, KernelSet, register_kernel_set
-from .simd_layout import (INT32_LIMIT, SUM_RANGE, acc_bounds, channel_blocks, channel_tile, conv_tap_rows, data,
+from .simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, SUM_RANGE, acc_bounds, channel_blocks, channel_tile, conv_tap_rows, data,
                           dense_conv_weights, padded, panel_band, pick, requant_table_neon, sums_fit, threads_for,
                           zero_point_bias)
 from .simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, shared_rules
 
-FC_K_MAX = 64 * 1024  # fc: the most inputs copied to the stack
+FC_K_MAX = PANEL_MAX_BYTES  # fc: the most inputs copied to the stack
 SET = "neon"
 
 
