@@ -16,6 +16,7 @@ configuration. Random weights (the speed of these kernels does not depend on the
 A benchmark, not a test: nothing here asserts.
 
     python3 benchmarks/bench_torch_models.py MODELDIR [--iterations 20] [--calib 4] [--work DIR]
+                                             [--only MODEL] [--library MODEL=SO]
 """
 from __future__ import annotations
 
@@ -39,14 +40,16 @@ MODELS = ("mobilenet_v2", "resnet50")
 QDQ = {"ort-qdq-u8s8": QuantType.QUInt8, "ort-qdq-s8s8": QuantType.QInt8}
 
 
-def configurations(path: Path, name: str, calib: np.ndarray, work: Path, x: np.ndarray) -> dict:
+def configurations(path: Path, name: str, calib: np.ndarray, work: Path, x: np.ndarray, library: str | None) -> dict:
     input_name, _ = input_spec(path)
     calib_path = work / f"{name}_calib.npy"
     np.save(calib_path, calib)
-    t0 = time.perf_counter()
-    runs = {"ours": Ours(build(path, name, "host", calib_path, work), x)}
-    print(f"{name}: cuvil-sdk build (host, int8, {len(calib)} calibration samples) {time.perf_counter() - t0:.0f} s",
-          flush=True)
+    if library is None:
+        t0 = time.perf_counter()
+        library = build(path, name, "host", calib_path, work)
+        print(f"{name}: cuvil-sdk build (host, int8, {len(calib)} calibration samples) "
+              f"{time.perf_counter() - t0:.0f} s", flush=True)
+    runs = {"ours": Ours(library, x)}
     sessions = {"ort-f32": ort_session(path)}
     for label, activations in QDQ.items():
         qdq = work / f"{name}_{label}.onnx"
@@ -79,6 +82,8 @@ def main() -> int:
     ap.add_argument("--calib", type=int, default=4, help="random calibration samples")
     ap.add_argument("--work", help="build folder (default: a temporary one)")
     ap.add_argument("--only", choices=MODELS)
+    ap.add_argument("--library", action="append", default=[], metavar="NAME=SO",
+                    help="use this host build of a model instead of building it (e.g. resnet50=lib.so)")
     args = ap.parse_args()
     logging.getLogger().setLevel(logging.ERROR)
     ort.set_default_logger_severity(3)
@@ -86,6 +91,7 @@ def main() -> int:
     print(f"CPU: {model_name}; SIMD: {' '.join(f for f in CPU_FLAGS_SHOWN if f in flags) or '-'}")
     print(f"onnxruntime {ort.__version__}, python {platform.python_version()}; batch 1, one thread everywhere; "
           f"{args.iterations} alternating calls per configuration")
+    libraries = dict(item.split("=", 1) for item in args.library)
     rows = []
     with tempfile.TemporaryDirectory(prefix="cuvil-torch-bench-") as tmp:
         work = Path(args.work) if args.work else Path(tmp)
@@ -95,7 +101,7 @@ def main() -> int:
             _, shape = input_spec(path)
             calib = np.random.default_rng(1).standard_normal((args.calib, *shape[1:])).astype(np.float32)
             x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
-            runs = configurations(path, name, calib, work, x)
+            runs = configurations(path, name, calib, work, x, libraries.get(name))
             times = timed(runs, args.iterations, args.warmup)
             rows.append((name, {k: median_us(v) / 1e3 for k, v in times.items()},
                          {k: min(v) * 1e3 for k, v in times.items()}))

@@ -87,6 +87,15 @@ static inline int8x16_t cuvil_neon_narrow16(int32x4_t a, int32x4_t b, int32x4_t 
     return vminq_s8(vmaxq_s8(vqmovn_high_s16(vqmovn_s16(ab), cd), lo), hi);
 }
 
+/* 16 values p[0..15] - z as two int16x8 (x[0]: 0..7, x[1]: 8..15), or p[0] - z 16 times when
+ * step is 0. */
+static inline void cuvil_neon_load16_s16(const int8_t *p, int step, int16x8_t z, int16x8_t x[2])
+{
+    const int8x16_t v = step ? vld1q_s8(p) : vdupq_n_s8(*p);
+    x[0] = vsubq_s16(vmovl_s8(vget_low_s8(v)), z);
+    x[1] = vsubq_s16(vmovl_high_s8(v), z);
+}
+
 /* Store the first `count` bytes of v (all 16 when count >= 16, none when count <= 0). */
 static inline void cuvil_neon_store_s8(int8_t *dst, int8x16_t v, int count)
 {
@@ -202,20 +211,4 @@ static inline void cuvil_neon_quantize(const float *src, int8_t *dst, int32_t n,
     for (int32_t i = n8; i < n; i++) dst[i] = cuvil_quantize(src[i], scale, zp);
 }
 #define CUVIL_QUANTIZE_INPUT cuvil_neon_quantize
-/* The 4-D transpose loop of transpose_s8 (output dims o0..o3, input element strides s0..s3),
- * copying whole rows where the last output axis is contiguous in the input (s3 == 1). */
-static inline void cuvil_transpose_rows(const int8_t *in, int8_t *out, int o0, int o1, int o2, int o3, int s0, int s1,
-                                        int s2, int s3)
-{
-    for (int a = 0; a < o0; a++)
-        for (int b = 0; b < o1; b++)
-            for (int c = 0; c < o2; c++, out += o3) {
-                const int8_t *src = in + (long)a * s0 + (long)b * s1 + (long)c * s2;
-                if (s3 == 1)
-                    memcpy(out, src, (size_t)o3);
-                else
-                    for (int d = 0; d < o3; d++) out[d] = src[(long)d * s3];
-            }
-}
-
 #endif /* CUVIL_NEON_COMMON_H */
