@@ -34,8 +34,11 @@ FP32_RTOL = 1e-5
 TEMPLATES = Path(__file__).resolve().parents[1] / "sdk" / "templates"
 BOARDS = ["host", "host-portable"]
 
-PARAMS = [pytest.param(board, group, cid, id=f"{board}-{cid}") for board in BOARDS
-          for group, ids in sc.GROUPS.items() for cid in ids]
+# The large layers of MobileNetV2 / ResNet-50 ("wide") run on host only: the portable kernels'
+# results equal the reference on the shared grid already, and these layers take them long.
+GROUP_BOARDS = {group: ["host"] if group == "wide" else BOARDS for group in sc.GROUPS}
+PARAMS = [pytest.param(board, group, cid, id=f"{board}-{cid}") for group, ids in sc.GROUPS.items()
+          for board in GROUP_BOARDS[group] for cid in ids]
 
 
 def build_group(folder: Path, board: str, group: str, ids: list[str], precision: str = "int8"):
@@ -77,7 +80,7 @@ def test_int8_simd_case_bit_exact(int8_group, board, group, cid):
 @pytest.mark.parametrize("group", list(sc.GROUPS))
 def test_avx2_kernels_are_selected(int8_group, group):
     """On `host` each case's layer runs its avx2 kernel; on `host-portable` the portable one."""
-    for board in BOARDS:
+    for board in GROUP_BOARDS[group]:
         net, info, *_ = int8_group(board, group)
         chosen = sc.main_layer_kernels(info, net)
         for cid in sc.GROUPS[group]:
