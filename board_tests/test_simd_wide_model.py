@@ -57,7 +57,8 @@ def outputs_of(board: str, info: dict, samples: list) -> list[tuple[np.ndarray |
 def test_no_layer_falls_back(builds, board):
     info = builds[0][board][0]
     assert info["fallbacks"] == []
-    weighted = [l for l in info["layers"] if l["op"] in ("Conv", "Gemm", "MatMul", "MaxPool", "Add", "GlobalAveragePool")]
+    ops = ("Conv", "Gemm", "MatMul", "MaxPool", "Add", "GlobalAveragePool")
+    weighted = [l for l in info["layers"] if l["op"] in ops]
     assert len(weighted) >= 20
     for layer in weighted:
         assert layer["kernel"].endswith("_" + SETS[board]), layer

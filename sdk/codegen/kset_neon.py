@@ -19,9 +19,9 @@ import numpy as np
 
 from .kernel_api import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer, KernelSet, register_kernel_set
-from .simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, SUM_RANGE, acc_bounds, channel_blocks, channel_tile, conv_tap_rows, data,
-                          dense_conv_weights, padded, panel_band, pick, requant_table_neon, sums_fit, threads_for,
-                          zero_point_bias)
+from .simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, SUM_RANGE, acc_bounds, channel_blocks, channel_tile,
+                          conv_tap_rows, data, dense_conv_weights, padded, panel_band, pick, requant_table_neon,
+                          sums_fit, threads_for, zero_point_bias)
 from .simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, shared_rules
 
 FC_K_MAX = PANEL_MAX_BYTES  # fc: the most inputs copied to the stack
