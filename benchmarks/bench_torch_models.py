@@ -31,26 +31,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_host import CPU_FLAGS_SHOWN, Reader, build, cpu_info, input_spec, median_us, ort_session  # noqa: E402
+from bench_host import CPU_FLAGS_SHOWN, Ours, Reader, build, cpu_info, input_spec, median_us, ort_session  # noqa: E402
 from onnxruntime.quantization import QuantFormat, QuantType, quantize_static  # noqa: E402
 
 import onnxruntime as ort  # noqa: E402
-from cuvil_sdk import runtime  # noqa: E402
 
 MODELS = ("mobilenet_v2", "resnet50")
-
-
-class Ours:
-    """A built library's batch entry <name>_run_batch (arena, n = 1, input, output) on buffers
-    allocated once."""
-
-    def __init__(self, library: str, x: np.ndarray) -> None:
-        self.model = runtime.load(library)
-        self.feeds = [np.ascontiguousarray(x, dtype=np.float32)]
-        self.outs = [np.empty(s, np.float32) for s in self.model.output_shapes]
-
-    def __call__(self) -> None:
-        self.model._call(self.model._run_fn, 1, self.feeds, self.outs)
 QDQ = {"ort-qdq-u8s8": QuantType.QUInt8, "ort-qdq-s8s8": QuantType.QInt8}
 
 
