@@ -6,7 +6,7 @@ Tiny reference models (ResNet-8 and the FC autoencoder are the examples; DS-CNN 
 MobileNetV1-0.25 come from benchmarks/mlperf_tiny.py, random weights):
 
   ours      the model compiled for `host` (int8, avx2 kernels, --threads 1), called through
-            its C API <name>_run_arena (float in, float out: quantize, layers, dequantize)
+            its C API <name>_run_batch (float in, float out: quantize, layers, dequantize)
             with ctypes, on buffers allocated once
   portable  the same for `host-portable` (the portable C kernels), for reference
   ort-f32   ONNX Runtime, the float model, one thread (intra- and inter-op)
@@ -105,7 +105,7 @@ def ort_session(path: Path) -> ort.InferenceSession:
 
 
 class Ours:
-    """A built library's <name>_run_arena on buffers allocated once."""
+    """A built library's <name>_run_batch on buffers allocated once."""
 
     def __init__(self, library: str, x: np.ndarray) -> None:
         self.model = runtime.load(library)
@@ -113,8 +113,9 @@ class Ours:
         self.outs = [np.empty(s, np.float32) for s in self.model.output_shapes]
         self.arena = np.zeros(self.model.arena_bytes + 64, np.uint8)
         aligned = self.arena.ctypes.data + (-self.arena.ctypes.data) % 64
-        self.args = (ctypes.c_void_p(aligned), (ctypes.c_void_p * 1)(self.x.ctypes.data),
-                     (ctypes.c_void_p * len(self.outs))(*[o.ctypes.data for o in self.outs]))
+        # <name>_run_batch(arena, n, input, outputs...): one sample
+        self.args = (ctypes.c_void_p(aligned), 1, ctypes.c_void_p(self.x.ctypes.data),
+                     *[ctypes.c_void_p(o.ctypes.data) for o in self.outs])
         self.fn = self.model._run_fn
 
     def __call__(self) -> None:
@@ -220,7 +221,7 @@ def main() -> int:
           f"(goal <= 0.5; worst model {max(tiny_ratios):.3f}, goal < 1.0)")
     print(f"  the same from each configuration's fastest call instead of its median: {geomean_low:.3f} "
           f"(worst {max(tiny_low):.3f}; " + ", ".join(f"{row[0]} {row[5]:.3f}" for row in rows if row[1]) + ")")
-    print("ours = <name>_run_arena through ctypes on preallocated buffers; ORT = InferenceSession.run; "
+    print("ours = <name>_run_batch through ctypes on preallocated buffers; ORT = InferenceSession.run; "
           "cos = cosine of our int8 output with ORT's float output on the timed input")
     return 0
 

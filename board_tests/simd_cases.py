@@ -10,6 +10,8 @@ silently falls back to the portable kernel fails the tests instead of passing th
 """
 from __future__ import annotations
 
+import numpy as np
+
 import kernel_cases as kc
 
 CASES: list[kc.Case] = []
@@ -113,6 +115,88 @@ def simd_qdq_dw_shift31(b, x):
     return b.qdq(b.op("Conv", [b.qdq(x[0], p2(5)), w], kernel_shape=[3, 3], group=9, pads=[1, 1, 1, 1]), p2(10))
 
 
+@case("dwconv2d", (1, 8, 9, 10))
+def simd_dw_mult2_s2(b, x):
+    """depth multiplier 2: output channel o reads input channel o / 2"""
+    return b.conv(x[0], 8, 16, (3, 3), group=8, strides=[2, 2], pads=[1, 1, 1, 1])
+
+
+@case("dwconv2d", (1, 12, 11, 13))
+def simd_dw_dilated(b, x):
+    return b.op("Relu", [b.conv(x[0], 12, 12, (3, 3), group=12, dilations=[2, 3], pads=[2, 3, 2, 3])])
+
+
+@case("conv2d", (1, 16, 7, 8))
+def simd_conv_grouped4(b, x):
+    """4 groups of 4 input channels: a dense kernel with zero weights across groups"""
+    return b.conv(x[0], 16, 24, (3, 3), group=4, pads=[1, 1, 1, 1])
+
+
+@case("conv2d", (1, 6, 11, 12))
+def simd_conv_dilated(b, x):
+    return b.conv(x[0], 6, 10, (3, 3), dilations=[2, 2], strides=[1, 2], pads=[2, 2, 2, 2])
+
+
+def qbias(b, codes, scale: float) -> str:
+    """An int32 bias given as codes and a DequantizeLinear (scale = input scale x weight scale)."""
+    raw = b.const(np.asarray(codes), "bq", np.int32)
+    return b.op("DequantizeLinear", [raw, b.const(scale, "s"), b.const(0, "zp", np.int32)])
+
+
+def big_bias(n: int) -> np.ndarray:
+    """Biases at and near both ends of int32: bias + sum passes int32 for most inputs."""
+    return np.resize([2**31 - 1, -2**31, 2**31 - 3000, -2**31 + 3000], n)
+
+
+@case("conv2d", (1, 2, 7, 9), ranges=((-0.1, 0.1),))
+def simd_qdq_conv_shift62_wide(b, x):
+    """requantization ratio 2^-32 (shift 62) and biases at the ends of int32: accumulators
+    beyond int32 (the wide rule), outputs 0 / +-1 decided by the sums"""
+    w = b.qconst(b.rng.integers(-127, 128, (8, 2, 3, 3)), p2(6))
+    y = b.op("Conv", [b.qdq(x[0], p2(5)), w, qbias(b, big_bias(8), p2(11))], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    return b.qdq(y, 2.0 ** 21)
+
+
+@case("conv2d", (1, 2, 7, 9), ranges=((-0.1, 0.1),))
+def simd_qdq_conv_shift6(b, x):
+    """requantization ratio 2^24 (shift 6): y = acc * 2^24 + rounding, saturating"""
+    w = b.qconst(b.rng.integers(-1, 2, (4, 2, 3, 3)), p2(6))
+    return b.qdq(b.op("Conv", [b.qdq(x[0], p2(5)), w], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), p2(35))
+
+
+@case("dwconv2d", (1, 9, 6, 7), ranges=((-0.1, 0.1),))
+def simd_qdq_dw_shift62_wide(b, x):
+    w = b.qconst(b.rng.integers(-127, 128, (9, 1, 3, 3)), p2(6))
+    y = b.op("Conv", [b.qdq(x[0], p2(5)), w, qbias(b, big_bias(9), p2(11))], kernel_shape=[3, 3], group=9,
+             pads=[1, 1, 1, 1])
+    return b.qdq(y, 2.0 ** 21)
+
+
+# --- shapes of MobileNetV2 / ResNet-50 at 224x224 -----------------------------------------------
+@case("dwconv2d", (1, 96, 112, 112))
+def simd_wide_dw_112x112x96_s2(b, x):
+    """MobileNetV2's second depthwise layer: 113 input columns of 96 channels per panel row,
+    the panel in tiles of output channels"""
+    return b.clip(b.conv(x[0], 96, 96, (3, 3), group=96, strides=[2, 2], pads=[1, 1, 1, 1]), 0.0, 6.0)
+
+
+@case("conv2d", (1, 64, 3, 224))
+def simd_wide_conv_224(b, x):
+    """rows 224 wide with 64 channels: one band needs the large panel"""
+    return b.conv(x[0], 64, 16, (3, 3), pads=[1, 1, 1, 1])
+
+
+@case("conv2d", (1, 320, 3, 3))
+def simd_wide_conv_1x1_1280(b, x):
+    """MobileNetV2's last 1x1 convolution: 320 -> 1280 channels"""
+    return b.clip(b.conv(x[0], 320, 1280, (1, 1)), 0.0, 6.0)
+
+
+@case("fc", (1, 1280))
+def simd_wide_gemm_1280(b, x):
+    return b.gemm(x[0], 1280, 40)
+
+
 # --- fully connected ----------------------------------------------------------------------------
 @case("fc", (1, 301))
 def simd_gemm_k301_n70(b, x):
@@ -139,6 +223,21 @@ def simd_gemm_rows4(b, x):
 def simd_qdq_gemm_shift31(b, x):
     w = b.qconst(b.rng.integers(-2, 3, (11, 24)), p2(6))
     return b.qdq(b.op("Gemm", [b.qdq(x[0], p2(5)), w], transB=1), p2(10))
+
+
+@case("fc", (1, 24), ranges=((-0.1, 0.1),))
+def simd_qdq_gemm_mult_near_2_31(b, x):
+    """multipliers 2^31 - 128 (a weight scale just below a power of two), shifts 33 and 30"""
+    scale = p2(6) * (1 - 2.0 ** -24)
+    w = b.qconst(b.rng.integers(-3, 4, (11, 24)), scale)
+    y = b.op("Gemm", [b.qdq(x[0], p2(5)), w], transB=1)
+    return [b.qdq(y, p2(8)), b.qdq(b.op("Gemm", [b.qdq(x[0], p2(5)), w], transB=1), p2(12))]
+
+
+@case("fc", (1, 40), ranges=((-0.1, 0.1),))
+def simd_qdq_gemm_shift62_wide(b, x):
+    w = b.qconst(b.rng.integers(-127, 128, (12, 40)), p2(6))
+    return b.qdq(b.op("Gemm", [b.qdq(x[0], p2(5)), w, qbias(b, big_bias(12), p2(11))], transB=1), 2.0 ** 21)
 
 
 # --- pooling and add ----------------------------------------------------------------------------
@@ -180,12 +279,46 @@ def simd_add_relu_c48(b, x):
     return b.op("Relu", [b.op("Add", x)])
 
 
+@case("add", (1, 24, 5, 7), (1, 24, 1, 1), ranges=((-1.0, 2.0), (-0.5, 0.5)))
+def simd_add_bcast_channel(b, x):
+    """a per-channel operand: inner rows of 24 channels, the other operand repeated per pixel"""
+    return b.op("Add", x)
+
+
+@case("add", (1, 20, 6, 7), (1, 1, 1, 1))
+def simd_add_bcast_scalar(b, x):
+    return b.op("Add", x)
+
+
+@case("mul", (1, 40, 5, 6), (1, 40, 1, 1), ranges=((-1.0, 2.0), (0.0, 1.0)))
+def simd_mul_bcast_se(b, x):
+    """a squeeze-and-excitation scale: per-channel multiply"""
+    return b.op("Mul", x)
+
+
+@case("mul", (1, 10, 10, 10), (1, 10, 10, 10))
+def simd_mul_1000(b, x):
+    return b.op("Mul", x)
+
+
+@case("softmax", (1, 1000))
+def simd_softmax_1000(b, x):
+    return b.op("Softmax", x, axis=-1)
+
+
+@case("softmax", (1, 3, 37), ranges=((-8.0, 8.0),))
+def simd_softmax_rows37(b, x):
+    """3 rows of 37: vector blocks and a scalar tail per row"""
+    return b.op("Softmax", x, axis=-1)
+
+
 GROUPS: dict[str, list[str]] = {
-    "conv": [c.id for c in CASES if EXPECT[c.id] == "conv2d"],
-    "dw_fc": [c.id for c in CASES if EXPECT[c.id] in ("dwconv2d", "fc")],
-    "pool_add": [c.id for c in CASES if EXPECT[c.id] in ("maxpool", "avgpool", "add")],
+    "conv": [c.id for c in CASES if EXPECT[c.id] == "conv2d" and not c.id.startswith("simd_wide_")],
+    "dw_fc": [c.id for c in CASES if EXPECT[c.id] in ("dwconv2d", "fc") and not c.id.startswith("simd_wide_")],
+    "pool_add": [c.id for c in CASES if EXPECT[c.id] in ("maxpool", "avgpool", "add", "mul", "softmax")],
+    "wide": [c.id for c in CASES if c.id.startswith("simd_wide_")],
 }
-FP32_IDS = [c.id for c in CASES if EXPECT[c.id] in ("conv2d", "dwconv2d", "fc")]
+FP32_IDS = [c.id for c in CASES if EXPECT[c.id] in ("conv2d", "dwconv2d", "fc") and c.id != "simd_dw_mult2_s2"]
 BY_ID = {c.id: c for c in CASES}
 
 
@@ -203,7 +336,7 @@ def make_net(name: str, ids: list[str]) -> kc.Net:
 def main_layer_kernels(info: dict, net: kc.Net) -> dict[str, str]:
     """case id -> the kernel of the layer that writes the case's output (or, for a fused
     activation that is a separate layer, the first weighted/pooling layer before it)."""
-    ops = {"Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Add"}
+    ops = {"Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Mul", "Softmax"}
     out = {}
     for cid in net.outputs:
         prefix = f"{cid}_"

@@ -12,22 +12,27 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from cuvil_sdk.codegen.simd_layout import SUM_RANGE
 
-def dilated_conv_model(path: Path) -> None:
-    """Conv 3x3 with dilation 2 (the avx2 and neon sets decline dilation), then Softmax
-    (no SIMD softmax kernel)."""
-    w = numpy_helper.from_array(np.random.default_rng(0).normal(0, 0.3, (8, 4, 3, 3)).astype(np.float32), "w")
-    conv = helper.make_node("Conv", ["x", "w"], ["c"], name="dilated", dilations=[2, 2], pads=[2, 2, 2, 2])
-    flat = helper.make_node("Flatten", ["c"], ["f"], name="flat")
-    soft = helper.make_node("Softmax", ["f"], ["y"], name="soft", axis=1)
-    graph = helper.make_graph([conv, flat, soft], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 288])], [w])
+
+K = 70_000  # full-range weights: 255 * 127 * K passes int32, the SIMD sets' 32-bit sums could not hold it
+
+
+def wide_fc_model(path: Path) -> None:
+    """A fully connected layer of K inputs of weights +-0.01 (quantized to +-127: the avx2 set
+    declines it), then Sigmoid (a lookup table: no SIMD kernel)."""
+    signs = np.random.default_rng(0).choice([-0.01, 0.01], (4, K)).astype(np.float32)
+    w = numpy_helper.from_array(signs, "w")
+    fc = helper.make_node("Gemm", ["x", "w"], ["f"], name="wide", transB=1)
+    sig = helper.make_node("Sigmoid", ["f"], ["y"], name="sig")
+    graph = helper.make_graph([fc, sig], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, K])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [w])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
 
 
 def compile_json(tmp: Path, board: str) -> tuple[dict, str]:
     model = tmp / "m.onnx"
-    dilated_conv_model(model)
+    wide_fc_model(model)
     r = subprocess.run([sys.executable, "-m", "cuvil_sdk.cli", "compile", str(model), "--board", board,
                         "--profile", "standard", "--calib", "random", "-o", str(tmp / board), "--json"],
                        capture_output=True, text=True, timeout=300)
@@ -38,9 +43,9 @@ def compile_json(tmp: Path, board: str) -> tuple[dict, str]:
 def test_declined_and_uncovered_layers_are_named_with_their_reason(tmp_path):
     report, stderr = compile_json(tmp_path, "host")
     by_layer = {f["layer"]: f for f in report["fallbacks"]}
-    assert by_layer["dilated"]["kernel"] == "conv2d_s8" and by_layer["dilated"]["reason"] == "avx2: dilated convolution"
-    assert by_layer["soft"]["reason"] == "avx2: no avx2 kernel for softmax_s8"
-    assert "cuvil-sdk: note: layer 'dilated' (Conv) runs the portable kernel conv2d_s8: avx2: dilated convolution" \
+    assert by_layer["wide"]["kernel"] == "fc_s8" and by_layer["wide"]["reason"] == "avx2: " + SUM_RANGE
+    assert by_layer["sig"]["reason"] == "avx2: no avx2 kernel for lut_s8"
+    assert f"cuvil-sdk: note: layer 'wide' (Gemm) runs the portable kernel fc_s8: avx2: {SUM_RANGE}" \
         in stderr.splitlines()
     manifest = json.loads((tmp_path / "host" / "manifest.json").read_text())
     assert manifest["fallbacks"] == report["fallbacks"]

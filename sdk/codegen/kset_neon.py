@@ -4,12 +4,14 @@
 widening multiplies otherwise; the weight layouts are the same either way.
 
 As for the avx2 set (kset_avx2.py), each rule re-lays the weights out at compile time and
-declines, with its reason, what its kernel does not cover (grouped or dilated convolutions,
-broadcasting adds, layers too wide for the stack panel, a zero-point-corrected bias that
-leaves int32). int8 results are bit-identical to the portable kernels: SDOT sums of raw
-int8 inputs are exact, the input panel is padded with the zero point and the bias carries
--zx * sum(w), and the requantization is cuvil_requant's rule in 64-bit lanes
-(board_tests/test_simd_rpi5.py holds that on the kernel grid under qemu-aarch64).
+takes every int8 convolution (depthwise with any depth multiplier, stride and dilation in
+output-channel tiles; grouped and dilated ones as dense convolutions with zero weights), any
+fully connected layer whose sums fit 32-bit lanes, and any shift. int8 results are
+bit-identical to the numpy reference: SDOT sums of raw int8 inputs are exact, the input panel
+is padded with the zero point and the bias carries -zx * sum(w) modulo 2^32, and the
+requantization is the reference's rule in 64-bit lanes, from the true accumulator
+bias + (acc - bias) when a layer's worst case passes int32 (board_tests/test_simd_rpi5.py
+holds that on the kernel grid under qemu-aarch64).
 """
 from __future__ import annotations
 
@@ -17,29 +19,40 @@ import numpy as np
 
 from .kernel_api import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer, KernelSet, register_kernel_set
-from .simd_layout import (band_rows, channel_blocks, conv_tap_rows, data, padded, pick, requant_table_neon,
-                          threads_for, zero_point_bias)
-from .simd_rules import CONV_GEOMETRY, PANEL_BYTES, shared_rules
+from .simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, SUM_RANGE, acc_bounds, channel_blocks, channel_tile,
+                          conv_tap_rows, data, dense_conv_weights, padded, panel_band, pick, requant_table_neon,
+                          sums_fit, threads_for, zero_point_bias)
+from .simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, shared_rules
 
-FC_K_MAX = 64 * 1024  # fc: the most inputs copied to the stack
+FC_K_MAX = PANEL_MAX_BYTES  # fc: the most inputs copied to the stack
 SET = "neon"
-BIAS_RANGE = "the zero-point-corrected bias leaves int32"
+
+
+def wrap32(values: np.ndarray) -> np.ndarray:
+    """int64 values modulo 2^32 as int32 (the kernels' lanes add modulo 2^32)."""
+    return ((np.asarray(values, dtype=np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+def requant_args(w: np.ndarray, bias: np.ndarray, mult: np.ndarray, shift: np.ndarray, count: int) -> dict:
+    """mult, rq (cuvil_neon_requant4's table, with each channel's bias for the wide rule) and
+    wide (1 when a channel's worst-case accumulator passes int32), padded to `count` lanes."""
+    wide = bool(np.any(acc_bounds(w, bias)[1] > INT32_LIMIT))
+    return dict(mult=Weight("mult", padded(mult.astype(np.int32), count), "int32_t"),
+                rq=Weight("rq", requant_table_neon(shift, count, bias), "int64_t"), wide=int(wide))
 
 
 def conv_s8(c: KernelCall, node, g, options) -> Answer:
     a = c.args
-    if a["dh"] != 1 or a["dw"] != 1:
-        return Declined("dilated convolution")
     w = data(a["w"]).astype(np.int64)  # [oc][kh][kw][c / groups]
     bias, mult, shift = data(a["bias"]), data(a["mult"]), data(a["shift"])
-    if a["groups"] != 1:
-        if a["groups"] == a["c"] == a["oc"]:
-            return depthwise_s8(a, w, bias, mult, shift, options)
-        return Declined("grouped convolution that is not depthwise")
-    oc, kh, ch = a["oc"], a["kh"], a["c"]
-    bias_zx = zero_point_bias(bias, w, a["zx"])
-    if bias_zx is None:
-        return Declined(BIAS_RANGE)
+    if not sums_fit(w, bias):
+        return Declined(SUM_RANGE)
+    if a["groups"] == a["c"] > 1:  # depthwise, any depth multiplier
+        return depthwise_s8(a, w, bias, mult, shift, options)
+    w = dense_conv_weights(w, a["groups"], a["c"], a["dh"], a["dw"])
+    oc, kh, kw, ch = a["oc"], w.shape[1], w.shape[2], a["c"]
+    # the sums of raw int8 inputs (the panel pads with zx) plus bias - zx * sum(w), modulo 2^32
+    bias_zx = wrap32(zero_point_bias(bias, w, a["zx"]))
     rows, kr = conv_tap_rows(w, 4)  # [oc][kh][kr], kr a multiple of 4
     blocks = channel_blocks(oc, 16, 8)
     packed = []
@@ -48,40 +61,40 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
         block[:min(width, oc - o)] = rows[o:o + width]
         packed.append(block.reshape(width, kh, kr // 4, 4).transpose(1, 2, 0, 3).reshape(-1))  # [ky][quad][ch][4]
     ocp = sum(width for _, width in blocks)
-    cols = (a["ow"] - 1) * a["sw"] + a["kw"]
+    cols = (a["ow"] - 1) * a["sw"] + kw
     rowlen = (cols * ch + 16 + 15) // 16 * 16
-    band = band_rows(a["oh"], a["sh"], kh, rowlen, PANEL_BYTES)
+    band = panel_band(a["oh"], a["sh"], kh, rowlen)
     if band == 0:
-        return Declined("input rows too wide for the stack panel")
-    macs = a["n"] * a["oh"] * a["ow"] * oc * kh * a["kw"] * ch
+        return Declined(PANEL_TOO_WIDE)
+    macs = a["n"] * a["oh"] * a["ow"] * oc * kh * kw * ch
     return kernel(SET, "conv2d_s8_neon")(
-        **pick(a, "in out oc zx zy lo hi " + CONV_GEOMETRY),
+        **{**pick(a, "in out oc zx zy lo hi " + CONV_GEOMETRY), "kh": kh, "kw": kw},
         w=Weight("w8", np.concatenate(packed).astype(np.int8), "int8_t"),
-        bias=Weight("bias_zx", padded(bias_zx.astype(np.int32), ocp), "int32_t"),
-        mult=Weight("mult", padded(mult.astype(np.int32), ocp), "int32_t"),
-        rq=Weight("rq", requant_table_neon(shift, ocp), "int64_t"), kq=kr // 4, band=band,
-        threads=threads_for(options, macs))
+        bias=Weight("bias_zx", padded(bias_zx, ocp), "int32_t"), **requant_args(w, bias, mult, shift, ocp),
+        kq=kr // 4, band=band, threads=threads_for(options, macs))
 
 
 def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
-    """Depthwise (groups == c == oc): channels in blocks of 8, int16 weights [block][tap][8]."""
-    c, kh, kw = a["c"], a["kh"], a["kw"]
+    """Depthwise (groups == c, oc = dm * c), any stride and dilation: output channels in blocks
+    of 8, int16 weights [block][tap][8]; the panel takes `ct` output channels at a time
+    (channel_tile), so any row width fits."""
+    oc, kh, kw = a["oc"], a["kh"], a["kw"]
     taps = kh * kw
-    cp = -(-c // 8) * 8
-    wt = np.zeros((cp, taps), dtype=np.int64)
-    wt[:c] = w.reshape(c, taps)
-    packed = wt.reshape(cp // 8, 8, taps).transpose(0, 2, 1)
-    rowlen = ((a["ow"] - 1) * a["sw"] + kw) * cp
-    band = band_rows(a["oh"], a["sh"], kh, rowlen * 2, PANEL_BYTES)
+    ocp = -(-oc // 8) * 8
+    wt = np.zeros((ocp, taps), dtype=np.int64)
+    wt[:oc] = w.reshape(oc, taps)
+    packed = wt.reshape(ocp // 8, 8, taps).transpose(0, 2, 1)
+    cols = (a["ow"] - 1) * a["sw"] + (kw - 1) * a["dw"] + 1
+    span = (kh - 1) * a["dh"] + 1
+    ct = channel_tile(oc, span, cols * 2)
+    band = panel_band(a["oh"], a["sh"], span, cols * ct * 2)
     if band == 0:
-        return Declined("input rows too wide for the stack panel")
+        return Declined(PANEL_TOO_WIDE)
     return kernel(SET, "dwconv2d_s8_neon")(
-        **pick(a, "in out zx zy lo hi " + CONV_GEOMETRY),
+        **pick(a, "in out oc zx zy lo hi dh dw " + CONV_GEOMETRY), dm=oc // a["c"], ct=ct,
         w=Weight("w16", packed.reshape(-1).astype(np.int16), "int16_t"),
-        bias=Weight("bias", padded(bias.astype(np.int32), cp), "int32_t"),
-        mult=Weight("mult", padded(mult.astype(np.int32), cp), "int32_t"),
-        rq=Weight("rq", requant_table_neon(shift, cp), "int64_t"), band=band,
-        threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * c * taps))
+        bias=Weight("bias", padded(bias.astype(np.int32), ocp), "int32_t"), **requant_args(w, bias, mult, shift, ocp),
+        band=band, threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * taps))
 
 
 def fc_s8(c: KernelCall, node, g, options) -> Answer:
@@ -91,9 +104,9 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
     n, k = a["n"], a["k"]
     if k > FC_K_MAX:
         return Declined(f"more than {FC_K_MAX} inputs")
-    bias_zx = zero_point_bias(bias, w, a["zx"])
-    if bias_zx is None:
-        return Declined(BIAS_RANGE)
+    if not sums_fit(w, bias):
+        return Declined(SUM_RANGE)
+    bias_zx = wrap32(zero_point_bias(bias, w, a["zx"]))
     kp = -(-k // 16) * 16
     packed = []
     for j in range(0, n, 32):
@@ -104,9 +117,7 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
     np4 = -(-n // 4) * 4
     return kernel(SET, "fc_s8_neon")(
         **pick(a, "in out rows k n zy lo hi"), w=Weight("w8", np.concatenate(packed).astype(np.int8), "int8_t"),
-        bias=Weight("bias_zx", padded(bias_zx.astype(np.int32), np4), "int32_t"),
-        mult=Weight("mult", padded(mult.astype(np.int32), np4), "int32_t"),
-        rq=Weight("rq", requant_table_neon(shift, np4), "int64_t"), kp=kp,
+        bias=Weight("bias_zx", padded(bias_zx, np4), "int32_t"), **requant_args(w, bias, mult, shift, np4), kp=kp,
         threads=threads_for(options, a["rows"] * n * k))
 
 

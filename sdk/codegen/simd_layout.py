@@ -55,33 +55,43 @@ def padded(values: np.ndarray, count: int, fill=0) -> np.ndarray:
     return out
 
 
-def requant_bound_ok(acc_max: np.ndarray, mult: np.ndarray, shift: np.ndarray, zy: int) -> bool:
-    """True when y = ((acc * mult + 2^(s-1)) >> s) + zy fits int32 for every |acc| <= acc_max
-    (per channel): the SIMD requantization then keeps 32-bit lanes after the 64-bit shift."""
-    acc_max = np.asarray(acc_max, dtype=object)
-    for a, m, s in zip(np.ravel(acc_max), np.ravel(mult).tolist(), np.ravel(shift).tolist()):
-        y = (int(a) * int(m) + (1 << (int(s) - 1))) >> int(s)
-        if y + abs(int(zy)) + 1 > INT32_LIMIT:
-            return False
-    return True
-
-
 FAST_SHIFTS = (32, 54)  # cuvil_avx2_requant8f: every shift in this range (zy folded into the rounding term)
 
 
 def requant_fast(shift: np.ndarray) -> bool:
-    """True when cuvil_avx2_requant8f applies to these shifts (no int32 bound needed then)."""
+    """True when cuvil_avx2_requant8f applies to these shifts (with accumulators within int32)."""
     s = np.asarray(shift).reshape(-1)
     return bool(len(s)) and bool(np.all((s >= FAST_SHIFTS[0]) & (s <= FAST_SHIFTS[1])))
+
+
+def acc_bounds(w: np.ndarray, bias: np.ndarray, x_range: int = 255) -> tuple[np.ndarray, np.ndarray]:
+    """Per output channel: the largest |sum (x - zx) * w| (the kernels' 32-bit lanes must hold
+    it exactly) and the largest |acc| = |bias + that sum| the layer can reach."""
+    flat = np.abs(w.astype(np.int64)).reshape(w.shape[0], -1).sum(axis=1) * x_range
+    return flat, np.abs(bias.astype(np.int64)) + flat
+
+
+def sums_fit(w: np.ndarray, bias: np.ndarray) -> bool:
+    """True when every channel's weight sum stays exact in int32 lanes (what the kernels need;
+    only layers of more than 66,000 full-range inputs fail it)."""
+    return bool(np.all(acc_bounds(w, bias)[0] <= INT32_LIMIT))
+
+
+def requant_mode(w: np.ndarray, bias: np.ndarray, shift: np.ndarray) -> int:
+    """cuvil_avx2_requant8's mode for a layer: 1 (fast) when every shift is in FAST_SHIFTS and
+    no accumulator can leave int32, 2 (wide) when one can (T is rebuilt in 64 bits from
+    bias + (acc - bias)), else 0 (the general rule, any shift)."""
+    if np.any(acc_bounds(w, bias)[1] > INT32_LIMIT):
+        return 2
+    return 1 if requant_fast(shift) else 0
 
 
 def requant_table_avx2(mult: np.ndarray, shift: np.ndarray, zy: int, lanes: np.ndarray | None = None,
                        fast: bool = False) -> np.ndarray:
     """cuvil_avx2_requant8's parameters: per 8 lanes, 32 int64 (even lanes 0, 2, 4, 6, then odd
     lanes 1, 3, 5, 7 in each group of 4). The general rule: [me x4, mo x4, re x4, ro x4,
-    se x4, so x4, off x4, 0 x4] with re = 2^(s-1) + 2^62 and off the 8 lanes' low 32 bits of
-    2^(62-s) - zy as int32 pairs (lane 2i in the low half of int64 i). With `fast` (every s in
-    FAST_SHIFTS): [me x4, mo x4, re x4, ro x4, s - 32 as 8 int32, 0 x12] with
+    se x4, so x4, ke x4, ko x4] with re = 2^(s-1), s, and k = 2^(63-s) - zy. With `fast` (every
+    s in FAST_SHIFTS): [me x4, mo x4, re x4, ro x4, s - 32 as 8 int32, 0 x12] with
     re = 2^(s-1) + zy * 2^s. `lanes` maps each lane to its channel (natural order by default;
     -1 = a padding lane, given multiplier 0)."""
     mult = np.asarray(mult, dtype=np.int64).reshape(-1)
@@ -100,26 +110,27 @@ def requant_table_avx2(mult: np.ndarray, shift: np.ndarray, zy: int, lanes: np.n
             rows.append(np.concatenate([m[0::2], m[1::2], rnd[0::2], rnd[1::2], packed, np.zeros(12, np.int64)]))
             continue
         s = np.array([shift[c] if c >= 0 else 1 for c in group], dtype=np.int64)
-        rnd = (np.int64(1) << (s - 1)) + (np.int64(1) << 62)
-        off = ((np.int64(1) << (62 - s)) - np.int64(zy)).astype(np.uint64) & np.uint64(0xFFFFFFFF)
-        off_pairs = (off[0::2] | (off[1::2] << np.uint64(32))).view(np.int64)
-        rows.append(np.concatenate([m[0::2], m[1::2], rnd[0::2], rnd[1::2], s[0::2], s[1::2], off_pairs,
-                                    np.zeros(4, dtype=np.int64)]))
+        rnd = np.int64(1) << (s - 1)
+        k = ((np.uint64(1) << (63 - s).astype(np.uint64)) - np.int64(zy).astype(np.uint64)).view(np.int64)
+        rows.append(np.concatenate([m[0::2], m[1::2], rnd[0::2], rnd[1::2], s[0::2], s[1::2], k[0::2], k[1::2]]))
     return np.concatenate(rows).astype(np.int64)
 
 
-def requant_table_neon(shift: np.ndarray, count: int) -> np.ndarray:
+def requant_table_neon(shift: np.ndarray, count: int, bias: np.ndarray) -> np.ndarray:
     """cuvil_neon_requant4's parameters for `count` lanes (a multiple of 4, padding lanes get
-    shift 1): per 4 lanes, 8 int64 = [2^(s-1) x4, -s x4]."""
+    shift 1 and bias 0): per 4 lanes, 8 int64 = [2^(s-1) x4, then x4 the int64 with -s in its
+    low 32 bits and the channel's int32 bias in its high 32 bits]."""
     s = padded(np.asarray(shift, dtype=np.int64).reshape(-1), count, 1).reshape(-1, 4)
-    return np.concatenate([(np.int64(1) << (s - 1)), -s], axis=1).reshape(-1).astype(np.int64)
+    b = padded(np.asarray(bias, dtype=np.int64).reshape(-1), count, 0).reshape(-1, 4)
+    low = (-s).astype(np.uint64) & np.uint64(0xFFFFFFFF)
+    packed = ((b.astype(np.uint64) << np.uint64(32)) | low).view(np.int64)
+    return np.concatenate([(np.int64(1) << (s - 1)), packed], axis=1).reshape(-1).astype(np.int64)
 
 
-def zero_point_bias(bias: np.ndarray, w: np.ndarray, zx: int) -> np.ndarray | None:
+def zero_point_bias(bias: np.ndarray, w: np.ndarray, zx: int) -> np.ndarray:
     """bias - zx * (sum of each output's weights), the bias of kernels that multiply raw int8
-    inputs padded with zx (int64), or None when it leaves int32."""
-    out = bias.astype(np.int64) - int(zx) * w.astype(np.int64).reshape(w.shape[0], -1).sum(axis=1)
-    return out if np.all(np.abs(out) <= INT32_LIMIT) else None
+    inputs padded with zx (int64; the kernels use it modulo 2^32)."""
+    return bias.astype(np.int64) - int(zx) * w.astype(np.int64).reshape(w.shape[0], -1).sum(axis=1)
 
 
 def conv_tap_rows(w: np.ndarray, multiple: int) -> tuple[np.ndarray, int]:
@@ -131,6 +142,41 @@ def conv_tap_rows(w: np.ndarray, multiple: int) -> tuple[np.ndarray, int]:
     rows = np.zeros((oc, kh, kr), dtype=w.dtype)
     rows[:, :, :k] = w.reshape(oc, kh, k)
     return rows, kr
+
+
+PANEL_BYTES = 48 * 1024  # stack budget of a kernel's input panel (per thread)
+# The most a panel may take when even one band of PANEL_BYTES does not fit (rows hundreds of
+# pixels wide with many channels): Linux boards give the calling thread megabytes of stack
+# and cuvil_parallel's threads CUVIL_THREAD_STACK_BYTES (1 MB).
+PANEL_MAX_BYTES = 512 * 1024
+SUM_RANGE = "a channel's weight sum times 255 leaves int32 (more than 66,000 full-range inputs)"
+
+
+def panel_band(oh: int, sh: int, kh: int, row_bytes: int) -> int:
+    """band_rows within PANEL_BYTES, or within PANEL_MAX_BYTES when not even one band fits
+    the first; 0 when neither holds one."""
+    return band_rows(oh, sh, kh, row_bytes, PANEL_BYTES) or band_rows(oh, sh, kh, row_bytes, PANEL_MAX_BYTES)
+
+
+def channel_tile(channels: int, kh: int, row_bytes_per_channel: int) -> int:
+    """The output channels (a multiple of 8, at most `channels` rounded up to 8) per panel tile
+    of a depthwise kernel: as many as let kh panel rows fit PANEL_BYTES, at least 8."""
+    cp = -(-channels // 8) * 8
+    fit = PANEL_BYTES // max(1, kh * row_bytes_per_channel) // 8 * 8
+    return max(8, min(cp, fit))
+
+
+def dense_conv_weights(w: np.ndarray, groups: int, channels: int, dh: int, dw: int) -> np.ndarray:
+    """[oc][kh][kw][c / groups] weights of a grouped and/or dilated convolution as the [oc][kh'][kw'][c]
+    weights of an ungrouped, undilated one with the same result: each output channel's weights
+    placed at its group's input channels (zeros elsewhere) and taps spread dh / dw apart
+    (zeros between). Zero weights add nothing to the exact integer sums."""
+    oc, kh, kw, icg = w.shape
+    out = np.zeros((oc, (kh - 1) * dh + 1, (kw - 1) * dw + 1, channels), dtype=w.dtype)
+    ocg = oc // groups
+    for g in range(groups):
+        out[g * ocg:(g + 1) * ocg, ::dh, ::dw, g * icg:(g + 1) * icg] = w[g * ocg:(g + 1) * ocg]
+    return out
 
 
 def band_rows(oh: int, sh: int, kh: int, row_bytes: int, budget: int) -> int:

@@ -6,51 +6,67 @@ from functools import partial
 
 import numpy as np
 
-from ..ops.elementwise import broadcast_strides
 from .kernel_api import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer
-from .simd_layout import band_rows, channel_blocks, conv_tap_rows, data, padded, pick, threads_for
+from .simd_layout import (PANEL_MAX_BYTES, channel_blocks, conv_tap_rows, data, dense_conv_weights, padded, panel_band,
+                          pick, threads_for)
 
-PANEL_BYTES = 48 * 1024  # stack budget of a kernel's input panel (per thread)
 CONV_GEOMETRY = "n h wd c oh ow kh kw sh sw pt pl"
+PANEL_TOO_WIDE = f"one band of input rows needs more than {PANEL_MAX_BYTES // 1024} KB of stack panel"
 
 
 def round_up(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple
 
 
-def dense_add(kernel_set: str, c: KernelCall, node, g, options) -> Answer:
-    """Same-shape int8 add (the portable kernel keeps broadcasting)."""
+def merged_axes(dims: list[int], sa: list[int], sb: list[int]) -> tuple[list[int], list[int], list[int]]:
+    """The 4-D broadcast loop's axes with each axis merged into the one inside it where that is
+    contiguous in both inputs (stride = inner stride * inner size; an axis broadcast on one side
+    has stride 0 there and merges with a broadcast inner axis), so that the kernels' inner rows
+    are as long as they can be. Axes of size 1 drop out."""
+    axes: list[tuple[int, int, int]] = []  # innermost first: (size, stride a, stride b)
+    for i in [i for i in range(3, -1, -1) if dims[i] != 1]:
+        if axes and sa[i] == axes[-1][1] * axes[-1][0] and sb[i] == axes[-1][2] * axes[-1][0]:
+            axes[-1] = (axes[-1][0] * dims[i], axes[-1][1], axes[-1][2])
+        else:
+            axes.append((dims[i], sa[i], sb[i]))
+    axes += [(1, 0, 0)] * (4 - len(axes))
+    axes.reverse()
+    return [x[0] for x in axes], [x[1] for x in axes], [x[2] for x in axes]
+
+
+def binary_s8(kernel_set: str, op: str, c: KernelCall, node, g, options) -> Answer:
+    """int8 Add / Mul with broadcasting: the same 4-D loop as the portable kernel, axes merged."""
     a = c.args
-    dims = [a[f"d{i}"] for i in range(4)]
-    dense = broadcast_strides(tuple(dims), tuple(dims))
-    if [a[f"sa{i}"] for i in range(4)] != dense or [a[f"sb{i}"] for i in range(4)] != dense:
-        return Declined("broadcasting add")
-    return kernel(kernel_set, f"add_s8_{kernel_set}")(**pick(a, "a b out za zb ma mb shift zy lo hi"),
-                                                         count=int(np.prod(dims)))
+    d, sa, sb = merged_axes([a[f"d{i}"] for i in range(4)], [a[f"sa{i}"] for i in range(4)],
+                            [a[f"sb{i}"] for i in range(4)])
+    loop = {**{f"d{i}": d[i] for i in range(4)}, **{f"sa{i}": sa[i] for i in range(4)},
+            **{f"sb{i}": sb[i] for i in range(4)}}
+    return kernel(kernel_set, f"{op}_s8_{kernel_set}")(**{**a, **loop})
 
 
 def float_conv(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> Answer:
     """fp32 conv (weights [ky][tap][channel] in blocks of 16/8 channels) and depthwise
-    (weights [block][tap][lanes]); no dilation, no other grouping."""
+    (weights [block][tap][lanes]). Dilation becomes zero taps, other groupings a dense
+    convolution with zero weights across groups (dense_conv_weights): same sums, more MACs."""
     a = c.args
-    if a["dh"] != 1 or a["dw"] != 1:
-        return Declined("dilated convolution")
     w = data(a["w"]).astype(np.float32)  # [oc][kh][kw][c / groups]
     bias = data(a["bias"]).astype(np.float32)
-    oc, kh, kw, ch = a["oc"], a["kh"], a["kw"], a["c"]
-    common = dict(pick(a, "in out lo hi " + CONV_GEOMETRY),
-                  threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * kh * kw * (ch // a["groups"])))
-    if a["groups"] != 1:
-        if not a["groups"] == ch == oc:
-            return Declined("grouped convolution that is not depthwise")
+    oc, ch, groups = a["oc"], a["c"], a["groups"]
+    depthwise = groups == ch == oc
+    w = dense_conv_weights(w, 1 if depthwise else groups, w.shape[3] if depthwise else ch, a["dh"], a["dw"])
+    kh, kw = w.shape[1], w.shape[2]
+    geometry = {**pick(a, "in out lo hi " + CONV_GEOMETRY), "kh": kh, "kw": kw}
+    common = dict(geometry, threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * kh * kw * w.shape[3]))
+    cols = (a["ow"] - 1) * a["sw"] + kw
+    if depthwise:
         cp = round_up(ch, lanes)
         wt = np.zeros((cp, kh * kw), dtype=np.float32)
         wt[:ch] = w.reshape(ch, kh * kw)
         packed = wt.reshape(cp // lanes, lanes, kh * kw).transpose(0, 2, 1)  # [block][tap][lanes]
-        band = band_rows(a["oh"], a["sh"], kh, ((a["ow"] - 1) * a["sw"] + kw) * cp * 4, PANEL_BYTES)
+        band = panel_band(a["oh"], a["sh"], kh, cols * cp * 4)
         if band == 0:
-            return Declined("input rows too wide for the stack panel")
+            return Declined(PANEL_TOO_WIDE)
         return kernel(kernel_set, f"dwconv2d_f32_{kernel_set}")(
             **common, w=Weight("w", packed.reshape(-1), "float"), bias=Weight("bias", padded(bias, cp), "float"),
             band=band)
@@ -61,9 +77,9 @@ def float_conv(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> 
         block = np.zeros((width, kh, kr), dtype=np.float32)
         block[:min(width, oc - o)] = rows[o:o + width]
         packed.append(block.transpose(1, 2, 0).reshape(-1))  # [ky][tap][channel]
-    band = band_rows(a["oh"], a["sh"], kh, round_up(((a["ow"] - 1) * a["sw"] + kw) * ch, lanes) * 4, PANEL_BYTES)
+    band = panel_band(a["oh"], a["sh"], kh, round_up(cols * ch, lanes) * 4)
     if band == 0:
-        return Declined("input rows too wide for the stack panel")
+        return Declined(PANEL_TOO_WIDE)
     return kernel(kernel_set, f"conv2d_f32_{kernel_set}")(
         **common, oc=oc, w=Weight("w", np.concatenate(packed), "float"),
         bias=Weight("bias", padded(bias, sum(width for _, width in blocks)), "float"), band=band)
@@ -87,7 +103,22 @@ def float_fc(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> An
         threads=threads_for(options, a["rows"] * n * k))
 
 
+SOFTMAX_COLS_MAX = 1 << 26  # the double division is exact while 2 * S < 2^44 (S <= cols * 2^16)
+
+
+def softmax_s8(kernel_set: str, c: KernelCall, node, g, options) -> Answer:
+    if c["cols"] >= SOFTMAX_COLS_MAX:
+        return Declined(f"softmax rows of {SOFTMAX_COLS_MAX} or more values")
+    return kernel(kernel_set, f"softmax_s8_{kernel_set}")(**c.args)
+
+
+def transpose_s8(kernel_set: str, c: KernelCall, node, g, options) -> Answer:
+    return kernel(kernel_set, f"transpose_s8_{kernel_set}")(**c.args)
+
+
 def shared_rules(kernel_set: str, lanes: int) -> dict:
     """The rules both SIMD sets get from here (their kernels differ only by vector width)."""
-    return {"add_s8": partial(dense_add, kernel_set), "conv2d_f32": partial(float_conv, kernel_set, lanes),
+    return {"add_s8": partial(binary_s8, kernel_set, "add"), "mul_s8": partial(binary_s8, kernel_set, "mul"),
+            "softmax_s8": partial(softmax_s8, kernel_set), "transpose_s8": partial(transpose_s8, kernel_set),
+            "conv2d_f32": partial(float_conv, kernel_set, lanes),
             "fc_f32": partial(float_fc, kernel_set, lanes)}

@@ -35,16 +35,35 @@ static inline int8x16_t cuvil_neon_quad(const int8_t *p)
     return vreinterpretq_s8_s32(vdupq_n_s32(v));
 }
 
-/* Requantize 4 int32 accumulators exactly as cuvil_requant (cuvil_common.h), in 64-bit lanes:
- * ((acc * mult + 2^(s-1)) >> s) + zy with an arithmetic shift (SSHL by -s), then saturated to
- * int32 (the int8 narrowing that follows saturates again and the caller clamps, so the result
- * is cuvil_requant's whatever the magnitude). q: [2^(s-1) x4, -s x4] as int64 (kset_neon.py). */
-static inline int32x4_t cuvil_neon_requant4(int32x4_t acc, int32x4_t mult, const int64_t *q, int64x2_t zy)
+/* Requantize 4 accumulators exactly as the numpy reference (quant/requant.py), in 64-bit
+ * lanes: ((T * mult + 2^(s-1)) >> s) + zy with an arithmetic shift (SSHL by -s), then
+ * saturated to int32 (the int8 narrowing that follows saturates again and the caller clamps,
+ * so the result is the reference's whatever the magnitude). q: [2^(s-1) x4, then x4 the int64
+ * whose low 32 bits are -s (SSHL reads the low byte) and high 32 bits the channel's bias].
+ * With `wide` (the layer's worst-case |T| passes int32, kset_neon.py) the lanes hold T mod
+ * 2^32 and acc - bias is exact in int32, so T = bias + (acc - bias) is rebuilt in 64 bits and
+ * T * mult formed from T's 32-bit halves, mod 2^64 as numpy's int64. */
+static inline int64x2_t cuvil_neon_mul64x31(int64x2_t t, int32x2_t m)
 {
-    int64x2_t lo = vmull_s32(vget_low_s32(acc), vget_low_s32(mult));
-    int64x2_t hi = vmull_high_s32(acc, mult);
-    lo = vaddq_s64(vshlq_s64(vaddq_s64(lo, vld1q_s64(q)), vld1q_s64(q + 4)), zy);
-    hi = vaddq_s64(vshlq_s64(vaddq_s64(hi, vld1q_s64(q + 2)), vld1q_s64(q + 6)), zy);
+    const uint64x2_t lo = vmull_u32(vmovn_u64(vreinterpretq_u64_s64(t)), vreinterpret_u32_s32(m));
+    return vaddq_s64(vreinterpretq_s64_u64(lo), vshlq_n_s64(vmull_s32(vshrn_n_s64(t, 32), m), 32));
+}
+
+static inline int32x4_t cuvil_neon_requant4(int32x4_t acc, int32x4_t mult, const int64_t *q, int64x2_t zy, int wide)
+{
+    const int64x2_t s0 = vld1q_s64(q + 4), s1 = vld1q_s64(q + 6);
+    int64x2_t lo, hi;
+    if (wide) {
+        const int32x4_t bias = vcombine_s32(vshrn_n_s64(s0, 32), vshrn_n_s64(s1, 32));
+        const int32x4_t sum = vsubq_s32(acc, bias);
+        lo = cuvil_neon_mul64x31(vaddl_s32(vget_low_s32(bias), vget_low_s32(sum)), vget_low_s32(mult));
+        hi = cuvil_neon_mul64x31(vaddl_high_s32(bias, sum), vget_high_s32(mult));
+    } else {
+        lo = vmull_s32(vget_low_s32(acc), vget_low_s32(mult));
+        hi = vmull_high_s32(acc, mult);
+    }
+    lo = vaddq_s64(vshlq_s64(vaddq_s64(lo, vld1q_s64(q)), s0), zy);
+    hi = vaddq_s64(vshlq_s64(vaddq_s64(hi, vld1q_s64(q + 2)), s1), zy);
     return vqmovn_high_s64(vqmovn_s64(lo), hi);
 }
 
@@ -66,6 +85,15 @@ static inline int8x16_t cuvil_neon_narrow16(int32x4_t a, int32x4_t b, int32x4_t 
 {
     const int16x8_t ab = vqmovn_high_s32(vqmovn_s32(a), b), cd = vqmovn_high_s32(vqmovn_s32(c), d);
     return vminq_s8(vmaxq_s8(vqmovn_high_s16(vqmovn_s16(ab), cd), lo), hi);
+}
+
+/* 16 values p[0..15] - z as two int16x8 (x[0]: 0..7, x[1]: 8..15), or p[0] - z 16 times when
+ * step is 0. */
+static inline void cuvil_neon_load16_s16(const int8_t *p, int step, int16x8_t z, int16x8_t x[2])
+{
+    const int8x16_t v = step ? vld1q_s8(p) : vdupq_n_s8(*p);
+    x[0] = vsubq_s16(vmovl_s8(vget_low_s8(v)), z);
+    x[1] = vsubq_s16(vmovl_high_s8(v), z);
 }
 
 /* Store the first `count` bytes of v (all 16 when count >= 16, none when count <= 0). */
