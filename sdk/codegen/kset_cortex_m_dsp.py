@@ -29,7 +29,7 @@ import numpy as np
 from ..ir import Graph, Node
 from .kernel_api import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer, KernelSet, register_kernel_set
-from .simd_layout import pick
+from .simd_layout import STRIDED_SOFTMAX, pick, row_softmax_args
 
 COL_WORDS = 1024  # CUVIL_DSP_COL_WORDS in the headers: K' <= 1024 int16 values per pixel
 SET = "cortex_m_dsp"
@@ -345,9 +345,9 @@ def softmax_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Every int8 softmax: 32-bit sums and UDIV where a row has fewer than 2^15 values (exact:
     the table's values are <= 2^16), the 64-bit form beyond. The kernel reads contiguous rows:
     a softmax over an axis that is not the innermost stays on the portable kernel."""
-    if c["inner"] != 1:
-        return Declined("softmax over an axis that is not the innermost (strided rows)")
-    args = {k: v for k, v in c.args.items() if k != "inner"}
+    args = row_softmax_args(c)
+    if args is None:
+        return Declined(STRIDED_SOFTMAX)
     return kernel(SET, "softmax_s8_dsp")(**args, wide=int(c["cols"] >= 1 << 15))
 
 

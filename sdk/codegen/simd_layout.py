@@ -186,3 +186,14 @@ def band_rows(oh: int, sh: int, kh: int, row_bytes: int, budget: int) -> int:
         return 0
     band = (budget // row_bytes - kh) // sh + 1
     return max(1, min(oh, band))
+
+
+def row_softmax_args(c) -> dict | None:
+    """A softmax call's arguments for the fast sets' kernels, which read contiguous rows: None
+    when the call's axis is not the innermost (inner > 1)."""
+    if c["inner"] != 1:
+        return None
+    return {k: v for k, v in c.args.items() if k != "inner"}
+
+
+STRIDED_SOFTMAX = "softmax over an axis that is not the innermost (strided rows)"

@@ -9,7 +9,7 @@ import numpy as np
 from .kernel_api import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer
 from .simd_layout import (PANEL_MAX_BYTES, channel_blocks, conv_tap_rows, data, dense_conv_weights, padded, panel_band,
-                          pick, threads_for)
+                          pick, row_softmax_args, STRIDED_SOFTMAX, threads_for)
 
 CONV_GEOMETRY = "n h wd c oh ow kh kw sh sw pt pl"
 PANEL_TOO_WIDE = f"one band of input rows needs more than {PANEL_MAX_BYTES // 1024} KB of stack panel"
@@ -109,7 +109,10 @@ SOFTMAX_COLS_MAX = 1 << 26  # the double division is exact while 2 * S < 2^44 (S
 def softmax_s8(kernel_set: str, c: KernelCall, node, g, options) -> Answer:
     if c["cols"] >= SOFTMAX_COLS_MAX:
         return Declined(f"softmax rows of {SOFTMAX_COLS_MAX} or more values")
-    return kernel(kernel_set, f"softmax_s8_{kernel_set}")(**c.args)
+    args = row_softmax_args(c)
+    if args is None:
+        return Declined(STRIDED_SOFTMAX)
+    return kernel(kernel_set, f"softmax_s8_{kernel_set}")(**args)
 
 
 def transpose_s8(kernel_set: str, c: KernelCall, node, g, options) -> Answer:
