@@ -79,8 +79,8 @@ def collect_cases() -> tuple[Case, ...]:
     for c in cases:
         if c.kind != "node" or not c.data_sets:
             continue
-        inputs, outputs = c.data_sets[0]
-        out.append(Case(c.name, c.model, list(inputs), list(outputs), c.rtol, c.atol,
+        inputs, outputs = ([np.asarray(a) if isinstance(a, np.generic) else a for a in part] for part in c.data_sets[0])
+        out.append(Case(c.name, c.model, inputs, outputs, c.rtol, c.atol,
                         ops=sorted({n.op_type for n in c.model.graph.node})))
     return tuple(sorted(out, key=lambda c: c.name))
 

@@ -80,7 +80,7 @@ def from_nchw(x: np.ndarray, channels_last: bool) -> np.ndarray:
 @register
 class Conv(OpDef):
     op_type = "Conv"
-    summary = "2-D convolution: groups (depthwise), strides, dilations, asymmetric pads, auto_pad"
+    summary = "1-D and 2-D convolution: groups (depthwise), strides, dilations, asymmetric pads, auto_pad"
     defaults = {"group": 1, "auto_pad": "NOTSET"}
 
     def check(self, node: Node, g: Graph) -> None:

@@ -76,29 +76,47 @@ class FullyConnected(OpDef):
 @register
 class Gemm(FullyConnected):
     op_type = "Gemm"
-    summary = "Y = alpha*A*B' + beta*C with constant B and C; transB; A not transposed"
+    summary = ("Y = alpha*A'*B' + beta*C with constant B and C: transA (a Transpose before it), transB, "
+               "C of any broadcastable shape (a matrix C becomes an Add after it)")
     defaults = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}
 
     def check(self, node, g):
         b = const_input(g, node, 1, "B")
-        require(self.attr(node, "transA") == 0, node, "transA=1 is not supported")
         require(len(g.tensors[node.inputs[0]].shape) == 2 and b.ndim == 2, node, "A and B must be 2-D")
         if optional_input(node, 2):
             c = const_input(g, node, 2, "C")
-            n = b.shape[0] if self.attr(node, "transB") else b.shape[1]
-            require(c.size in (1, n), node, f"C must broadcast over the {n} outputs only")
+            m, n = self.infer(node, g)[0]
+            require(c.ndim <= 2 and all(d in (1, full) for d, full in zip(c.shape[::-1], (n, m))), node,
+                    f"C of shape {c.shape} does not broadcast to the output {(m, n)}")
 
     def out_axis(self, node):
         return 0 if self.attr(node, "transB") else 1
 
+    def a_shape(self, node: Node, g: Graph) -> tuple[int, int]:
+        m, k = g.tensors[node.inputs[0]].shape
+        return (k, m) if self.attr(node, "transA") else (m, k)
+
     def infer(self, node, g):
-        m = g.tensors[node.inputs[0]].shape[0]
-        k_a = g.tensors[node.inputs[0]].shape[1]
+        m, k_a = self.a_shape(node, g)
         b = g.const(node.inputs[1])
         n = b.shape[self.out_axis(node)]
         k_b = b.shape[1 - self.out_axis(node)]
         require(k_a == k_b, node, f"inner dimensions differ: {k_a} vs {k_b}")
         return [(m, n)]
+
+    def run_float(self, node, g, xs):
+        # the ONNX definition; after passes.gemm the node has transA=0 and a C over N only
+        a = xs[0].astype(np.float64)
+        a = a.T if self.attr(node, "transA") else a
+        w = self.weight_nk(node, g.const(node.inputs[1]).astype(np.float64)) * float(self.attr(node, "alpha"))
+        y = a @ w.T
+        if optional_input(node, 2):
+            y = y + g.const(node.inputs[2]).astype(np.float64) * float(self.attr(node, "beta"))
+        return [apply_fused_float(node, y.astype(np.float32))]
+
+    def lower(self, node, g, precision):
+        require(not self.attr(node, "transA"), node, "transA must be lowered to a Transpose (passes.gemm)")
+        return super().lower(node, g, precision)
 
 
 @register

@@ -1,4 +1,5 @@
-"""Pooling: MaxPool, AveragePool, GlobalAveragePool.
+"""Pooling: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (1-D layers arrive as
+2-D ones on H = 1: passes/layers_1d.py).
 
 MaxPool keeps its input's quantization (an int8 max). Average pooling sums
 zero-point-corrected inputs over the valid window and requantizes by a multiplier
@@ -107,7 +108,7 @@ class Pool(OpDef):
 @register
 class MaxPool(Pool):
     op_type = "MaxPool"
-    summary = "2-D max pooling: strides, pads, auto_pad, ceil_mode"
+    summary = "1-D and 2-D max pooling: strides, pads, auto_pad, ceil_mode"
     output_qparams = "same"
 
     def run_float(self, node, g, xs):
@@ -159,9 +160,16 @@ class AveragePoolBase(Pool):
 
 
 @register
+class GlobalMaxPool(MaxPool):
+    op_type = "GlobalMaxPool"
+    summary = "max over the spatial dimensions (4-D input)"
+    is_global = True
+
+
+@register
 class AveragePool(AveragePoolBase):
     op_type = "AveragePool"
-    summary = "2-D average pooling: strides, pads, auto_pad, ceil_mode, count_include_pad"
+    summary = "1-D and 2-D average pooling: strides, pads, auto_pad, ceil_mode, count_include_pad"
 
 
 @register

@@ -11,7 +11,7 @@ import numpy as np
 from ..ir import Graph, Node
 from ..quant.requant import clamp_int8, quantize_float, quantize_multiplier, requant
 from ..codegen.kernel_api import call
-from .common import io_args, qparams_of, require
+from .common import Weight, io_args, qparams_of, require
 from .registry import OpDef, register
 
 MAX_RANK = 4
@@ -151,6 +151,7 @@ class Transpose(OpDef):
     def check(self, node, g):
         rank = len(g.tensors[node.inputs[0]].shape)
         require(rank <= MAX_RANK, node, f"rank above {MAX_RANK} is not supported")
+        node.attrs["perm"] = self.perm(node, g)  # explicit from here on: the layout pass composes perms
         require(sorted(self.perm(node, g)) == list(range(rank)), node, "perm is not a permutation")
 
     def infer(self, node, g):
@@ -175,8 +176,8 @@ class Concat(OpDef):
 
     def check(self, node, g):
         require("axis" in node.attrs, node, "axis is required")
-        for name in node.inputs:
-            require(not g.tensors[name].is_const, node, "constant inputs are not supported")
+        require(not all(g.tensors[name].is_const for name in node.inputs), node,
+                "every input is constant (constant folding should have removed this node)")
         ranks = {len(g.tensors[i].shape) for i in node.inputs}
         require(len(ranks) == 1, node, "inputs have different ranks")
 
@@ -200,16 +201,32 @@ class Concat(OpDef):
         sy, zy = qparams_of(g, node.outputs[0])
         parts = []
         for name in node.inputs:
+            t = g.tensors[name]
+            if t.is_const:  # quantized here at the output's scale, copied through an identity requant
+                data = clamp_int8(np.floor(t.data.astype(np.float64) / sy + 0.5) + zy)
+                mult, shift = quantize_multiplier(1.0)
+                parts.append({"zx": zy, "mult": mult, "shift": shift, "const": data})
+                continue
             sx, zx = qparams_of(g, name)
             mult, shift = quantize_multiplier(sx / sy)
-            parts.append({"zx": zx, "mult": mult, "shift": shift})
+            parts.append({"zx": zx, "mult": mult, "shift": shift, "const": None})
         node.q = {"zy": zy, "parts": parts}
 
     def run_int(self, node, g, xs):
         q = node.q
+        xs = [x if p["const"] is None else p["const"] for x, p in zip(xs, q["parts"])]
         ys = [clamp_int8(requant(x.astype(np.int64) - p["zx"], p["mult"], p["shift"]) + q["zy"])
               for x, p in zip(xs, q["parts"])]
         return [np.concatenate(ys, axis=self.axis(node, g))]
+
+    def input_arg(self, node: Node, g: Graph, i: int, precision: str):
+        """Input i of a kernel call: the arena tensor, or a constant emitted with the model."""
+        t = g.tensors[node.inputs[i]]
+        if not t.is_const:
+            return io_args(node, i)["in"]
+        if precision == "int8":
+            return Weight(f"in{i}", node.q["parts"][i]["const"], "int8_t")
+        return Weight(f"in{i}", t.data.astype(np.float32), "float")
 
     def lower(self, node, g, precision):
         axis = self.axis(node, g)
@@ -220,6 +237,7 @@ class Concat(OpDef):
         for i, name in enumerate(node.inputs):
             chunk = g.tensors[name].shape[axis] * inner
             io = dict(io_args(node, i), offset=offset, outer=outer, chunk=chunk, out_stride=out_shape[axis] * inner)
+            io["in"] = self.input_arg(node, g, i, precision)
             if precision == "int8":
                 p = node.q["parts"][i]
                 calls.append(call("concat_s8", **io, zx=p["zx"], zy=node.q["zy"], mult=p["mult"], shift=p["shift"]))

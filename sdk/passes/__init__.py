@@ -7,10 +7,11 @@ from .batchnorm import fold_batchnorm
 from .cleanup import remove_identities
 from .constant_folding import fold_constants
 from .fuse_activation import fuse_activations
+from .gemm import gemm_to_fc_form
 from .layout import to_channels_last
 from .reduce_mean import reduce_mean_to_global_pool
 
-PIPELINE = [remove_identities, fold_constants, reduce_mean_to_global_pool, fold_batchnorm, fuse_activations,
+PIPELINE = [remove_identities, fold_constants, gemm_to_fc_form, reduce_mean_to_global_pool, fold_batchnorm, fuse_activations,
             to_channels_last]
 
 
@@ -21,4 +22,4 @@ def optimize(g: Graph) -> None:
 
 
 __all__ = ["PIPELINE", "optimize", "fold_batchnorm", "remove_identities", "fold_constants", "fuse_activations",
-           "to_channels_last", "reduce_mean_to_global_pool"]
+           "to_channels_last", "reduce_mean_to_global_pool", "gemm_to_fc_form"]
