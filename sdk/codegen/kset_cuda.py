@@ -33,7 +33,7 @@ def _prod(values) -> int:
 def conv(c: KernelCall, node, g, options) -> Answer:
     a = c.args
     threads = a["n"] * a["oh"] * a["ow"] * a["oc"]
-    if c.kernel != "conv2d_s8":  # conv2d_f32, conv2d_s16: one kernel each
+    if c.kernel != "conv2d_s8":  # conv2d_f32, conv2d_s16, convtranspose2d_*: one kernel each
         return launch(c.kernel, a, threads)
     icg = a["c"] // a["groups"]
     if icg == 1:
@@ -91,6 +91,7 @@ class Cuda(KernelSet):
     name = SET
     rules = {
         "conv2d_s8": conv, "conv2d_f32": conv, "conv2d_s16": conv,
+        "convtranspose2d_s8": conv, "convtranspose2d_f32": conv,
         "fc_s8": fc, "fc_f32": fc, "fc_s16": fc,
         "add_s8": per_4d("d"), "add_f32": per_4d("d"), "mul_s8": per_4d("d"), "mul_f32": per_4d("d"),
         "maxpool_s8": pool, "maxpool_f32": pool, "avgpool_s8": pool, "avgpool_f32": pool,

@@ -165,12 +165,12 @@ def symmetric_per_channel(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndar
     return q, scale
 
 
-def quantize_weighted(node: Node, g: Graph, axis: int) -> None:
-    """The int8 rule of Conv, Gemm and MatMul: per-channel weights, int32 bias, requant.
+def quantize_weighted(node: Node, g: Graph, axis: int, weight: np.ndarray | None = None) -> None:
+    """The int8 rule of Conv, ConvTranspose, Gemm and MatMul: per-channel weights, int32 bias, requant.
 
-    `axis` is the output-channel axis of the weight as stored in the graph. A QDQ model
-    brings its own int8 weights and scales in node.imported_q["weight"]; otherwise they are
-    computed here.
+    `axis` is the output-channel axis of the weight as stored in the graph (or of `weight`, the
+    weight re-laid out by the op, when given). A QDQ model brings its own int8 weights and scales
+    in node.imported_q["weight"]; otherwise they are computed here.
     """
     sx, zx = qparams_of(g, node.inputs[0])
     sy, zy = qparams_of(g, node.outputs[0])
@@ -178,7 +178,7 @@ def quantize_weighted(node: Node, g: Graph, axis: int) -> None:
     if "weight" in node.imported_q:
         wq, sw = node.imported_q["weight"]
     else:
-        w = g.const(node.inputs[1])
+        w = g.const(node.inputs[1]) if weight is None else weight
         wq, sw = symmetric_per_channel(w, axis)
         correction = bias_correction(node, g, w, wq, sw, axis)
     channels = wq.shape[axis]
@@ -211,7 +211,7 @@ def bias_correction(node: Node, g: Graph, w: np.ndarray, wq: np.ndarray, sw: np.
     shape = [1] * w.ndim
     shape[axis] = -1
     err = np.moveaxis(w.astype(np.float64) - wq.astype(np.float64) * sw.astype(np.float64).reshape(shape), axis, 0)
-    if node.op != "Conv":
+    if err.ndim == 2:  # Gemm, MatMul
         return err @ mean  # (N, K) . (K,)
     group = int(node.attrs.get("group", 1))
     out_per_group, in_per_group = err.shape[0] // group, err.shape[1]

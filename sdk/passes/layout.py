@@ -18,7 +18,7 @@ from ..ir import Graph, Node
 
 TO_NHWC = [0, 2, 3, 1]
 TO_NCHW = [0, 3, 1, 2]
-SPATIAL = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}
+SPATIAL = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}
 UNARY = {"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSwish", "Tanh"}
 BINARY = {"Add", "Mul"}
 

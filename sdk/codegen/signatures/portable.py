@@ -24,6 +24,11 @@ declare(SET, "conv2d_s16", In("in", "int16_t"), Out("out", "int16_t"), W("w", "i
 declare(SET, "conv2d_s8", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
         W("mult", "int32_t"), W("shift", "int32_t"), *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups"),
         *I("zx zy lo hi", "int32_t"))
+declare(SET, "convtranspose2d_f32", In("in", "float"), Out("out", "float"), W("w", "float"), W("bias", "float"),
+        *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups"), *F("lo hi"))
+declare(SET, "convtranspose2d_s8", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
+        W("mult", "int32_t"), W("shift", "int32_t"), *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups"),
+        *I("zx zy lo hi", "int32_t"))
 declare(SET, "copy", In("in", "void"), Out("out", "void"), *I("nbytes"))
 declare(SET, "dequantize_s8_f32", In("in", "int8_t"), Out("out", "float"), *I("count"), *F("scale"),
         *I("zp", "int32_t"))
