@@ -792,15 +792,84 @@ def dsp_add_words(b, x):
     return b.op("Relu", [b.op("Add", x)])
 
 
+# --- issue 14: 1-D layers, transposed convolution, global max pooling, Gemm forms ---------------
+@case((1, 6, 21))
+def conv_1d_stride2_pad(b, x):
+    """a 1-D Conv (N, C, L): on the 2-D kernels with H = 1 (passes/layers_1d.py)"""
+    w = b.const(b.randn((5, 6, 3), 0.4), "w")
+    return b.op("Conv", [x[0], w, b.const(b.randn((5,), 0.3), "b")], kernel_shape=[3], strides=[2], pads=[1, 2])
+
+
+@case((1, 4, 17))
+def conv_1d_depthwise_dilated(b, x):
+    w = b.const(b.randn((4, 1, 3), 0.5), "w")
+    return b.op("Relu", [b.op("Conv", [x[0], w], group=4, dilations=[2], pads=[2, 2])])
+
+
+@case((1, 5, 19))
+def maxpool_1d_ceil(b, x):
+    return b.op("MaxPool", x, kernel_shape=[3], strides=[2], pads=[1, 0], ceil_mode=1)
+
+
+@case((1, 5, 19))
+def avgpool_1d_include_pad(b, x):
+    return b.op("AveragePool", x, kernel_shape=[4], strides=[3], pads=[1, 2], count_include_pad=1)
+
+
+@case((1, 5, 7, 9))
+def global_maxpool(b, x):
+    return b.op("GlobalMaxPool", x)
+
+
+@case((1, 6, 5, 7))
+def convt_s2_pads_outpad(b, x):
+    """ConvTranspose: stride 2, pads, output_padding; weight [in][out/group][kh][kw]"""
+    w = b.const(b.randn((6, 4, 3, 3), 0.3), "w")
+    return b.op("ConvTranspose", [x[0], w, b.const(b.randn((4,), 0.3), "b")], strides=[2, 2], pads=[1, 0, 1, 1],
+                output_padding=[1, 1])
+
+
+@case((1, 4, 6, 5))
+def convt_group2_dilated(b, x):
+    w = b.const(b.randn((4, 3, 2, 3), 0.4), "w")
+    return b.op("ConvTranspose", [x[0], w], group=2, dilations=[2, 1], strides=[1, 3])
+
+
+@case((1, 3, 5, 5))
+def convt_same_upper_relu(b, x):
+    w = b.const(b.randn((3, 5, 4, 4), 0.3), "w")
+    return b.op("Relu", [b.op("ConvTranspose", [x[0], w], strides=[2, 2], auto_pad="SAME_UPPER")])
+
+
+@case((1, 6, 11))
+def convt_1d(b, x):
+    w = b.const(b.randn((6, 3, 4), 0.4), "w")
+    return b.op("ConvTranspose", [x[0], w, b.const(b.randn((3,), 0.3), "b")], strides=[2], pads=[1, 1])
+
+
+@case((1, 7, 5))
+def gemm_transa_matrix_bias(b, x):
+    """Gemm with transA (a Transpose before it) and an (M, N) C (an Add after it)"""
+    a = b.reshape(x[0], [7, 5])
+    w = b.const(b.randn((7, 6), 0.4), "w")
+    return b.op("Gemm", [a, w, b.const(b.randn((5, 6), 0.5), "c")], transA=1, alpha=0.5, beta=2.0)
+
+
+@case((1, 3, 5, 7))
+def concat_const_input(b, x):
+    """a constant operand, quantized at the output's scale"""
+    return b.op("Concat", [x[0], b.const(b.randn((1, 2, 5, 7)))], axis=1)
+
+
 # --- groups ------------------------------------------------------------------------------------
 def ids_with(prefix: str) -> list[str]:
     return [c for c in CASES if c.startswith(prefix)]
 
 
 HOST_GROUPS: dict[str, list[str]] = {
-    "conv": ids_with("conv_"),
+    "conv": ids_with("conv_") + ids_with("convt_"),
     "fc_eltwise": ids_with("gemm_") + ids_with("matmul_") + ids_with("add_") + ids_with("mul_"),
-    "pool": ids_with("maxpool_") + ids_with("avgpool_") + ids_with("global_avgpool"),
+    "pool": ids_with("maxpool_") + ids_with("avgpool_") + ids_with("global_avgpool") + ["global_maxpool"],
     "move_act": (ids_with("concat_") + ids_with("pad_") + ids_with("transpose_") +
                  ["relu", "clip_standalone", "leaky_relu", "sigmoid", "hardswish", "tanh"] + ids_with("softmax_")),
     "qdq_ties": ids_with("qdq_"),
@@ -813,7 +882,9 @@ assert sorted(c for g in HOST_GROUPS.values() for c in g) == sorted(CASES), "eve
 FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", "gemm_transb", "matmul_3d",
               "add_bcast_both", "mul_const_per_channel", "maxpool_ceil", "avgpool_ceil_include_pad", "global_avgpool",
               "concat_channels", "pad_value", "transpose_0321", "leaky_relu", "sigmoid", "hardswish", "tanh",
-              "softmax_rows", "network"]
+              "softmax_rows", "network", "conv_1d_stride2_pad", "maxpool_1d_ceil", "avgpool_1d_include_pad",
+              "global_maxpool", "convt_s2_pads_outpad", "convt_group2_dilated", "convt_1d", "gemm_transa_matrix_bias",
+              "concat_const_input"]
 
 # cortex-m7 (profile lite): one firmware per group (the op grid, the QDQ ties, the network)
 M7_GROUPS: dict[str, list[str]] = {
