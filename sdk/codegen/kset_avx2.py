@@ -21,7 +21,7 @@ import numpy as np
 
 from .kernel_api import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer, KernelSet, register_kernel_set
-from .simd_layout import (band_rows, channel_blocks, conv_tap_rows, data, padded, pick, requant_bound_ok,
+from .simd_layout import (undilated_pool, band_rows, channel_blocks, conv_tap_rows, data, padded, pick, requant_bound_ok,
                           requant_fast, requant_table_avx2, threads_for)
 from .simd_rules import CONV_GEOMETRY, PANEL_BYTES, shared_rules
 
@@ -136,11 +136,14 @@ def transpose_s8(c: KernelCall, node, g, options) -> Answer:
 
 
 def maxpool_s8(c: KernelCall, node, g, options) -> Answer:
-    return kernel(SET, "maxpool_s8_avx2")(**c.args)
+    a = undilated_pool(c.args)
+    return a if isinstance(a, Declined) else kernel(SET, "maxpool_s8_avx2")(**a)
 
 
 def avgpool_s8(c: KernelCall, node, g, options) -> Answer:
-    a = c.args
+    a = undilated_pool(c.args)
+    if isinstance(a, Declined):
+        return a
     mult, shift = data(a["mult"]), data(a["shift"])
     acc_max = 255 * a["kh"] * a["kw"]  # |sum of (x - zx)| over at most the whole window
     if not requant_bound_ok(np.full(len(mult), acc_max), mult, shift, a["zy"]):

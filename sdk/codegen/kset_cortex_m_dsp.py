@@ -25,7 +25,7 @@ import numpy as np
 from ..ir import Graph, Node
 from .kernel_api import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer, KernelSet, register_kernel_set
-from .simd_layout import pick
+from .simd_layout import pick, undilated_pool
 
 COL_WORDS = 1024  # CUVIL_DSP_COL_WORDS in the headers: K' <= 1024 int16 values per pixel
 FC_COL_WORDS = 1024  # fully connected: K' / 2 words, K' <= 2048
@@ -265,15 +265,17 @@ def fc_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
 
 # --- pooling and element-wise ------------------------------------------------------------------
 def maxpool_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
-    """Every int8 max pooling (the bottom and right pads are implied by the window bounds)."""
-    return kernel(SET, "maxpool_s8_dsp")(**pick(c.args, "in out n h w c oh ow kh kw sh sw pt pl"))
+    """Every undilated int8 max pooling (the bottom and right pads are implied by the window bounds)."""
+    a = undilated_pool(c.args)
+    return a if isinstance(a, Declined) else kernel(SET, "maxpool_s8_dsp")(**pick(a, "in out n h w c oh ow kh kw sh sw pt pl"))
 
 
 def avgpool_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
-    """Average pooling whose window rows have at most 256 taps (int16 lane sums)."""
+    """Undilated average pooling whose window rows have at most 256 taps (int16 lane sums)."""
     if c["kw"] > AVG_LANE_TAPS:
         return Declined(f"window rows of more than {AVG_LANE_TAPS} taps")
-    return kernel(SET, "avgpool_s8_dsp")(**c.args)
+    a = undilated_pool(c.args)
+    return a if isinstance(a, Declined) else kernel(SET, "avgpool_s8_dsp")(**a)
 
 
 def add_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .kernel_api import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer, KernelSet, register_kernel_set
-from .simd_layout import (band_rows, channel_blocks, conv_tap_rows, data, padded, pick, requant_table_neon,
+from .simd_layout import (undilated_pool, band_rows, channel_blocks, conv_tap_rows, data, padded, pick, requant_table_neon,
                           threads_for, zero_point_bias)
 from .simd_rules import CONV_GEOMETRY, PANEL_BYTES, shared_rules
 
@@ -111,11 +111,13 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
 
 
 def maxpool_s8(c: KernelCall, node, g, options) -> Answer:
-    return kernel(SET, "maxpool_s8_neon")(**c.args)
+    a = undilated_pool(c.args)
+    return a if isinstance(a, Declined) else kernel(SET, "maxpool_s8_neon")(**a)
 
 
 def avgpool_s8(c: KernelCall, node, g, options) -> Answer:
-    return kernel(SET, "avgpool_s8_neon")(**c.args)  # (its requantization saturates: no bound needed)
+    a = undilated_pool(c.args)  # (its requantization saturates: no bound needed)
+    return a if isinstance(a, Declined) else kernel(SET, "avgpool_s8_neon")(**a)
 
 
 @register_kernel_set

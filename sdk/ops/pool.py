@@ -21,9 +21,12 @@ from .registry import OpDef, register
 
 
 def pool_geometry(node: Node, in_hw: tuple[int, int], kernel: tuple[int, int]) -> dict:
-    """Pads (top, left, bottom, right), strides, output size, honouring auto_pad and ceil_mode."""
+    """Pads (top, left, bottom, right), strides, dilations, output size, honouring auto_pad and
+    ceil_mode; `extra`: the rows and columns past the end pad that ceil_mode windows reach."""
     a = node.attrs
     strides = list(a.get("strides", [1, 1]))
+    dil = list(a.get("dilations", [1, 1]))
+    kernel = tuple((k - 1) * d + 1 for k, d in zip(kernel, dil))  # the span of a dilated window
     auto_pad = a.get("auto_pad", "NOTSET")
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         out = [-(-i // s) for i, s in zip(in_hw, strides)]
@@ -42,7 +45,7 @@ def pool_geometry(node: Node, in_hw: tuple[int, int], kernel: tuple[int, int]) -
         out.append(size)
     extra = [max(0, (o - 1) * s + k - (i + pb + pe))
              for o, s, k, i, pb, pe in zip(out, strides, kernel, in_hw, pads[:2], pads[2:])]
-    return {"strides": strides, "pads": pads, "out": out, "extra": extra, "dilations": [1, 1]}
+    return {"strides": strides, "pads": pads, "out": out, "extra": extra, "dilations": dil}
 
 
 class Pool(OpDef):
@@ -68,7 +71,6 @@ class Pool(OpDef):
         require(len(g.tensors[node.inputs[0]].shape) == 4, node, "only 2-D pooling of 4-D tensors is supported")
         if not self.is_global:
             require(len(node.attrs.get("kernel_shape", [])) == 2, node, "kernel_shape must have 2 entries")
-            require(list(node.attrs.get("dilations", [1, 1])) == [1, 1], node, "dilated pooling is not supported")
             require(len(node.outputs) == 1, node, "the Indices output of MaxPool is not supported")
 
     def infer(self, node, g):
@@ -82,7 +84,7 @@ class Pool(OpDef):
         pads = list(geo["pads"])
         pads[2] += geo["extra"][0]
         pads[3] += geo["extra"][1]
-        return patches(x_nchw, self.kernel(node, g), geo["strides"], [1, 1], pads, geo["out"], pad_value)
+        return patches(x_nchw, self.kernel(node, g), geo["strides"], geo["dilations"], pads, geo["out"], pad_value)
 
     def counts(self, node: Node, g: Graph) -> np.ndarray:
         """Number of elements averaged at each output position, shape (OH, OW)."""
@@ -94,21 +96,22 @@ class Pool(OpDef):
             inside = np.pad(inside, ((0, 0), (0, 0), (p[0], p[2]), (p[1], p[3])), constant_values=1)
             geo = dict(geo, pads=[0, 0, 0, 0])
         pads = [geo["pads"][0], geo["pads"][1], geo["pads"][2] + geo["extra"][0], geo["pads"][3] + geo["extra"][1]]
-        win = patches(inside, self.kernel(node, g), geo["strides"], [1, 1], pads, self.geometry(node, g)["out"], 0)
+        win = patches(inside, self.kernel(node, g), geo["strides"], geo["dilations"], pads, geo["out"], 0)
         return win.sum(axis=(2, 3))[0, 0].astype(np.int64)
 
     def lower_dims(self, node: Node, g: Graph) -> dict[str, int]:
         n, c, h, w = self.dims(node, g)
         geo = self.geometry(node, g)
         kh, kw = self.kernel(node, g)
-        (oh, ow), (sh, sw), (pt, pl, pb, pr) = geo["out"], geo["strides"], geo["pads"]
-        return dict(n=n, h=h, w=w, c=c, oh=oh, ow=ow, kh=kh, kw=kw, sh=sh, sw=sw, pt=pt, pl=pl, pb=pb, pr=pr)
+        (oh, ow), (sh, sw), (pt, pl, pb, pr), (dh, dw) = geo["out"], geo["strides"], geo["pads"], geo["dilations"]
+        return dict(n=n, h=h, w=w, c=c, oh=oh, ow=ow, kh=kh, kw=kw, sh=sh, sw=sw, pt=pt, pl=pl, pb=pb, pr=pr, dh=dh,
+                    dw=dw)
 
 
 @register
 class MaxPool(Pool):
     op_type = "MaxPool"
-    summary = "1-D and 2-D max pooling: strides, pads, auto_pad, ceil_mode"
+    summary = "1-D and 2-D max pooling: strides, pads, dilations, auto_pad, ceil_mode"
     output_qparams = "same"
 
     def run_float(self, node, g, xs):
@@ -169,7 +172,7 @@ class GlobalMaxPool(MaxPool):
 @register
 class AveragePool(AveragePoolBase):
     op_type = "AveragePool"
-    summary = "1-D and 2-D average pooling: strides, pads, auto_pad, ceil_mode, count_include_pad"
+    summary = "1-D and 2-D average pooling: strides, pads, dilations, auto_pad, ceil_mode, count_include_pad"
 
 
 @register

@@ -9,9 +9,9 @@ declare(SET, "add_f32", In("a", "float"), In("b", "float"), Out("out", "float"),
 declare(SET, "add_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"),
         *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), *I("za zb ma mb shift zy lo hi", "int32_t"))
 declare(SET, "avgpool_f32", In("in", "float"), Out("out", "float"),
-        *I("n h w c oh ow kh kw sh sw pt pl pb pr include_pad"))
+        *I("n h w c oh ow kh kw sh sw pt pl pb pr dh dw include_pad"))
 declare(SET, "avgpool_s8", In("in", "int8_t"), Out("out", "int8_t"),
-        *I("n h w c oh ow kh kw sh sw pt pl pb pr include_pad"), *I("zx zy", "int32_t"), W("mult", "int32_t"),
+        *I("n h w c oh ow kh kw sh sw pt pl pb pr dh dw include_pad"), *I("zx zy", "int32_t"), W("mult", "int32_t"),
         W("shift", "int32_t"))
 declare(SET, "concat_f32", In("in", "float"), Out("out", "float"), *I("offset outer chunk out_stride"))
 declare(SET, "concat_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("offset outer chunk out_stride"),
@@ -39,8 +39,8 @@ declare(SET, "fc_s16", In("in", "int16_t"), Out("out", "int16_t"), W("w", "int8_
 declare(SET, "fc_s8", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
         W("mult", "int32_t"), W("shift", "int32_t"), *I("rows k n"), *I("zx zy lo hi", "int32_t"))
 declare(SET, "lut_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("count"), W("table", "int8_t"))
-declare(SET, "maxpool_f32", In("in", "float"), Out("out", "float"), *I("n h w c oh ow kh kw sh sw pt pl pb pr"))
-declare(SET, "maxpool_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("n h w c oh ow kh kw sh sw pt pl pb pr"))
+declare(SET, "maxpool_f32", In("in", "float"), Out("out", "float"), *I("n h w c oh ow kh kw sh sw pt pl pb pr dh dw"))
+declare(SET, "maxpool_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("n h w c oh ow kh kw sh sw pt pl pb pr dh dw"))
 declare(SET, "mul_f32", In("a", "float"), In("b", "float"), Out("out", "float"),
         *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), *F("lo hi"))
 declare(SET, "mul_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"),
