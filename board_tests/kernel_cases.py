@@ -130,6 +130,7 @@ class Case:
     make: Callable[[Builder, list[str]], str | list[str]]
     ranges: tuple[tuple[float, float], ...] = ()  # calibration range per input (default DEFAULT_RANGE)
     doc: str = ""
+    opset: int = OPSET  # the net of a case is built at the highest opset of its cases
 
     def input_range(self, i: int) -> tuple[float, float]:
         return self.ranges[i] if i < len(self.ranges) else DEFAULT_RANGE
@@ -138,11 +139,11 @@ class Case:
 CASES: dict[str, Case] = {}
 
 
-def case(*inputs: tuple[int, ...], ranges: tuple[tuple[float, float], ...] = ()):
+def case(*inputs: tuple[int, ...], ranges: tuple[tuple[float, float], ...] = (), opset: int = OPSET):
     """Register the decorated function as the case named after it."""
     def register(fn):
         assert fn.__name__ not in CASES, fn.__name__
-        CASES[fn.__name__] = Case(fn.__name__, tuple(inputs), fn, ranges, (fn.__doc__ or "").strip())
+        CASES[fn.__name__] = Case(fn.__name__, tuple(inputs), fn, ranges, (fn.__doc__ or "").strip(), opset)
         return fn
     return register
 
@@ -816,6 +817,28 @@ def avgpool_1d_include_pad(b, x):
     return b.op("AveragePool", x, kernel_shape=[4], strides=[3], pads=[1, 2], count_include_pad=1)
 
 
+@case((1, 4, 11, 10))
+def maxpool_dilated_ceil(b, x):
+    return b.op("MaxPool", x, kernel_shape=[3, 2], strides=[2, 2], dilations=[2, 3], pads=[1, 1, 0, 2], ceil_mode=1)
+
+
+@case((1, 4, 11, 10), opset=19)
+def avgpool_dilated_include_pad(b, x):
+    return b.op("AveragePool", x, kernel_shape=[3, 3], strides=[2, 1], dilations=[2, 2], pads=[2, 1, 1, 1],
+                count_include_pad=1, ceil_mode=1)
+
+
+@case((1, 3, 6, 7, 5))
+def maxpool_3d(b, x):
+    """3-D pooling: two 2-D poolings between reshapes (passes/pool_3d.py)"""
+    return b.op("MaxPool", x, kernel_shape=[2, 3, 2], strides=[2, 1, 2], pads=[1, 1, 0, 0, 1, 1])
+
+
+@case((1, 2, 7, 6, 6), opset=19)
+def avgpool_3d_dilated(b, x):
+    return b.op("AveragePool", x, kernel_shape=[3, 2, 2], strides=[2, 2, 1], dilations=[2, 1, 2], ceil_mode=1)
+
+
 @case((1, 5, 7, 9))
 def global_maxpool(b, x):
     return b.op("GlobalMaxPool", x)
@@ -883,7 +906,8 @@ FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", 
               "add_bcast_both", "mul_const_per_channel", "maxpool_ceil", "avgpool_ceil_include_pad", "global_avgpool",
               "concat_channels", "pad_value", "transpose_0321", "leaky_relu", "sigmoid", "hardswish", "tanh",
               "softmax_rows", "network", "conv_1d_stride2_pad", "maxpool_1d_ceil", "avgpool_1d_include_pad",
-              "global_maxpool", "convt_s2_pads_outpad", "convt_group2_dilated", "convt_1d", "gemm_transa_matrix_bias",
+              "global_maxpool", "maxpool_dilated_ceil", "avgpool_dilated_include_pad", "maxpool_3d",
+              "avgpool_3d_dilated", "convt_s2_pads_outpad", "convt_group2_dilated", "convt_1d", "gemm_transa_matrix_bias",
               "concat_const_input"]
 
 # cortex-m7 (profile lite): one firmware per group (the op grid, the QDQ ties, the network)
@@ -931,7 +955,8 @@ def make_net(name: str, case_ids: Sequence[str]) -> Net:
         nodes += b.nodes
         inits += b.inits
     graph = helper.make_graph(nodes, name, graph_inputs, graph_outputs, inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="kernel_cases")
+    opset = max(CASES[cid].opset for cid in case_ids)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="kernel_cases")
     model.ir_version = 8
     done = onnx.shape_inference.infer_shapes(model, strict_mode=True).graph
     inferred = {v.name: v for v in list(done.value_info) + list(done.output)}

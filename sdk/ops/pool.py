@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..ir import Graph, Node
+from ..ir import Graph, Node, Tensor
 from ..quant.requant import clamp_int8, quantize_multipliers, requant
 from ..codegen.kernel_api import call
 from .common import Weight, io_args, qparams_of, require
@@ -48,6 +48,35 @@ def pool_geometry(node: Node, in_hw: tuple[int, int], kernel: tuple[int, int]) -
     return {"strides": strides, "pads": pads, "out": out, "extra": extra, "dilations": dil}
 
 
+def split_3d_attrs(attrs: dict) -> tuple[dict, dict]:
+    """A 3-D pooling's attributes as those of a 2-D pooling over (H, W), then one over (D, 1):
+    its windows are boxes, so their max, sum and element count are products over the axes."""
+    k = list(attrs["kernel_shape"])
+    s, d = list(attrs.get("strides", [1, 1, 1])), list(attrs.get("dilations", [1, 1, 1]))
+    common = {key: attrs[key] for key in ("auto_pad", "ceil_mode", "count_include_pad") if key in attrs}
+    hw = dict(common, kernel_shape=k[1:], strides=s[1:], dilations=d[1:])
+    depth = dict(common, kernel_shape=[k[0], 1], strides=[s[0], 1], dilations=[d[0], 1])
+    if "pads" in attrs:
+        p = list(attrs["pads"])
+        hw["pads"], depth["pads"] = [p[1], p[2], p[4], p[5]], [p[0], 0, p[3], 0]
+    return hw, depth
+
+
+Shape = tuple[int, ...]
+
+
+def stages_3d(node: Node, shape: Shape) -> tuple[list[tuple[dict, Shape, Shape]], Shape]:
+    """The two 2-D poolings of a 3-D one over NCDHW `shape`, as (attributes, input shape, output
+    shape) each, and the 3-D output shape: stage 1 pools (N, C*D, H, W) over H and W, stage 2
+    pools (N, C, D, OH*OW) over D."""
+    n, c, d, h, w = shape
+    hw, depth = split_3d_attrs(node.attrs)
+    oh, ow = pool_geometry(Node(node.op, node.name, [], [], hw), (h, w), tuple(hw["kernel_shape"]))["out"]
+    od, _ = pool_geometry(Node(node.op, node.name, [], [], depth), (d, oh * ow), (depth["kernel_shape"][0], 1))["out"]
+    return [(hw, (n, c * d, h, w), (n, c * d, oh, ow)), (depth, (n, c, d, oh * ow), (n, c, od, oh * ow))], \
+        (n, c, od, oh, ow)
+
+
 class Pool(OpDef):
     defaults = {"auto_pad": "NOTSET", "ceil_mode": 0, "count_include_pad": 0}
     is_global = False
@@ -67,17 +96,37 @@ class Pool(OpDef):
             return {"strides": [1, 1], "pads": [0, 0, 0, 0], "out": [1, 1], "extra": [0, 0], "dilations": [1, 1]}
         return pool_geometry(node, (h, w), self.kernel(node, g))
 
+    def is_3d(self, node: Node, g: Graph) -> bool:
+        """A 3-D pooling: the passes run it as two 2-D ones (passes/pool_3d.py)."""
+        return not self.is_global and len(g.tensors[node.inputs[0]].shape) == 5
+
     def check(self, node, g):
-        require(len(g.tensors[node.inputs[0]].shape) == 4, node, "only 2-D pooling of 4-D tensors is supported")
-        if not self.is_global:
-            require(len(node.attrs.get("kernel_shape", [])) == 2, node, "kernel_shape must have 2 entries")
-            require(len(node.outputs) == 1, node, "the Indices output of MaxPool is not supported")
+        rank = len(g.tensors[node.inputs[0]].shape)
+        if self.is_global:
+            require(rank == 4, node, "only 4-D inputs are supported")
+            return
+        require(len(node.outputs) == 1 or not any(node.outputs[1:]), node,
+                "the Indices output of MaxPool is not supported")
+        require(rank in (4, 5), node, "only 2-D and 3-D pooling (of 4-D and 5-D tensors) is supported")
+        require(len(node.attrs.get("kernel_shape", [])) == rank - 2, node, f"kernel_shape must have {rank - 2} entries")
+        require(rank == 4 or not node.channels_last, node, "3-D pooling is run as two 2-D poolings by the passes")
 
     def infer(self, node, g):
+        if self.is_3d(node, g):
+            return [stages_3d(node, g.tensors[node.inputs[0]].shape)[1]]
         n, c, _, _ = self.dims(node, g)
         oh, ow = self.geometry(node, g)["out"]
         require(oh > 0 and ow > 0, node, "output is empty")
         return [(n, oh, ow, c) if node.channels_last else (n, c, oh, ow)]
+
+    def run_3d_float(self, node: Node, x: np.ndarray) -> np.ndarray:
+        """The float reference of a 3-D pooling: its two 2-D stages (as the passes run it)."""
+        stages, out_shape = stages_3d(node, x.shape)
+        for attrs, shape, _ in stages:
+            stage_graph = Graph()
+            stage_graph.tensors["x"] = Tensor("x", shape)
+            x = self.run_float(Node(node.op, node.name, ["x"], ["y"], attrs), stage_graph, [x.reshape(shape)])[0]
+        return x.reshape(out_shape)
 
     def windows(self, node: Node, g: Graph, x_nchw: np.ndarray, pad_value) -> np.ndarray:
         geo = self.geometry(node, g)
@@ -115,6 +164,8 @@ class MaxPool(Pool):
     output_qparams = "same"
 
     def run_float(self, node, g, xs):
+        if self.is_3d(node, g):
+            return [self.run_3d_float(node, xs[0])]
         last = node.channels_last
         y = self.windows(node, g, to_nchw(xs[0], last).astype(np.float32), -np.inf).max(axis=(2, 3))
         return [from_nchw(y, last)]
@@ -132,6 +183,8 @@ class MaxPool(Pool):
 
 class AveragePoolBase(Pool):
     def run_float(self, node, g, xs):
+        if self.is_3d(node, g):
+            return [self.run_3d_float(node, xs[0])]
         last = node.channels_last
         s = self.windows(node, g, to_nchw(xs[0], last).astype(np.float64), 0.0).sum(axis=(2, 3))
         return [from_nchw((s / self.counts(node, g)).astype(np.float32), last)]

@@ -1,0 +1,33 @@
+"""3-D MaxPool and AveragePool as two 2-D poolings (their windows are boxes, so the max, the sum
+and the element count of a window are products over the axes): Reshape (N, C, D, H, W) to
+(N, C*D, H, W), pool over H and W, Reshape to (N, C, D, OH*OW), pool over D with a (kd, 1)
+window, Reshape to (N, C, OD, OH, OW). Reshapes are aliases (no code), so 3-D pooling runs on
+the 2-D kernels and their int8 rules. ops/pool.py (`stages_3d`) states the stages; this pass
+only builds them."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node
+from ..ops.pool import stages_3d
+
+POOLS = {"MaxPool", "AveragePool"}
+
+
+def pool_3d_to_2d(g: Graph) -> None:
+    for node in [n for n in g.nodes if n.op in POOLS and len(g.tensors[n.inputs[0]].shape) == 5]:
+        stages, _ = stages_3d(node, g.tensors[node.inputs[0]].shape)
+        new_nodes, src = [], node.inputs[0]
+        for k, (attrs, in_shape, out_shape) in enumerate(stages):
+            shaped = g.add_tensor(f"{node.name}_in{k}", in_shape)
+            new_nodes.append(reshape(g, f"{node.name}_reshape{k}", src, shaped))
+            src = g.add_tensor(f"{node.name}_out{k}", out_shape)
+            new_nodes.append(Node(node.op, f"{node.name}_stage{k}", [shaped], [src], dict(attrs)))
+        new_nodes.append(reshape(g, f"{node.name}_reshape_out", src, node.outputs[0]))
+        at = g.nodes.index(node)
+        g.nodes[at:at + 1] = new_nodes
+
+
+def reshape(g: Graph, name: str, src: str, dst: str) -> Node:
+    shape = g.add_const(f"{name}_shape", np.array(g.tensors[dst].shape, np.int64))
+    return Node("Reshape", name, [src, shape], [dst])
