@@ -30,7 +30,7 @@ def clip_bounds(node: Node, g: Graph) -> tuple[float, float]:
                 lo = float(value)
             else:
                 hi = float(value)
-    return float(lo), float(hi)
+    return min(float(lo), float(hi)), float(hi)  # min > max: every value becomes max (the ONNX spec)
 
 
 def float_function(node: Node, g: Graph) -> Callable[[np.ndarray], np.ndarray]:

@@ -260,6 +260,8 @@ class Pad(OpDef):
             pads = [int(p) for p in pads]
         else:
             pads = list(node.attrs.get("pads", []))
+        if len(node.inputs) > 3 and node.inputs[3]:  # opset 18: pads for the listed axes only
+            pads = self.pads_of_every_axis(node, g, pads)
         value = float(node.attrs.get("value", 0.0))
         if len(node.inputs) > 2 and node.inputs[2]:
             v = g.const(node.inputs[2])
@@ -267,10 +269,20 @@ class Pad(OpDef):
             value = float(v.reshape(-1)[0]) if v.size else 0.0
         return pads, value
 
+    def pads_of_every_axis(self, node: Node, g: Graph, pads: list[int]) -> list[int]:
+        axes = g.const(node.inputs[3])
+        require(axes is not None, node, "axes must be a constant")
+        rank = len(g.tensors[node.inputs[0]].shape)
+        axes = [int(a) % rank for a in axes.reshape(-1)]
+        require(len(pads) == 2 * len(axes), node, "pads must have two entries per axis")
+        full = [0] * (2 * rank)
+        for j, a in enumerate(axes):
+            full[a], full[a + rank] = pads[j], pads[j + len(axes)]
+        return full
+
     def check(self, node, g):
         mode = node.attrs.get("mode", "constant")
         require(mode == "constant", node, f"mode '{mode}' is not supported (only constant)")
-        require(len(node.inputs) < 4 or not node.inputs[3], node, "the axes input is not supported")
         rank = len(g.tensors[node.inputs[0]].shape)
         require(rank <= MAX_RANK, node, f"rank above {MAX_RANK} is not supported")
         pads, _ = self.pads_value(node, g)
