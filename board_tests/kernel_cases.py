@@ -878,6 +878,18 @@ def gemm_transa_matrix_bias(b, x):
     return b.op("Gemm", [a, w, b.const(b.randn((5, 6), 0.5), "c")], transA=1, alpha=0.5, beta=2.0)
 
 
+@case((1, 2, 3, 9))
+def matmul_batched_b(b, x):
+    """a constant B per batch: one block-diagonal weight (passes/matmul.py)"""
+    return b.op("MatMul", [x[0], b.const(b.randn((2, 9, 5), 0.4), "w")])
+
+
+@case((1, 3, 2, 7))
+def matmul_broadcast_b(b, x):
+    """batch dimensions (1, 3) of A and (3, 1) of B broadcast to (3, 3)"""
+    return b.op("MatMul", [x[0], b.const(b.randn((3, 1, 7, 4), 0.4), "w")])
+
+
 @case((1, 3, 5, 7))
 def concat_const_input(b, x):
     """a constant operand, quantized at the output's scale"""
@@ -907,7 +919,7 @@ FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", 
               "concat_channels", "pad_value", "transpose_0321", "leaky_relu", "sigmoid", "hardswish", "tanh",
               "softmax_rows", "network", "conv_1d_stride2_pad", "maxpool_1d_ceil", "avgpool_1d_include_pad",
               "global_maxpool", "maxpool_dilated_ceil", "avgpool_dilated_include_pad", "maxpool_3d",
-              "avgpool_3d_dilated", "convt_s2_pads_outpad", "convt_group2_dilated", "convt_1d", "gemm_transa_matrix_bias",
+              "avgpool_3d_dilated", "matmul_batched_b", "convt_s2_pads_outpad", "convt_group2_dilated", "convt_1d", "gemm_transa_matrix_bias",
               "concat_const_input"]
 
 # cortex-m7 (profile lite): one firmware per group (the op grid, the QDQ ties, the network)

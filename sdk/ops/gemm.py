@@ -122,15 +122,40 @@ class Gemm(FullyConnected):
 @register
 class MatMul(FullyConnected):
     op_type = "MatMul"
-    summary = "A @ B with a constant 2-D B (A of any rank)"
+    summary = ("A @ B with a constant B (A of any rank; a B of another rank than 2 is made 2-D by "
+               "passes/matmul.py, batched Bs as one block-diagonal weight)")
 
     def check(self, node, g):
         b = const_input(g, node, 1, "B (a MatMul weight)")
-        require(b.ndim == 2, node, "B must be 2-D")
-        require(g.tensors[node.inputs[0]].shape[-1] == b.shape[0], node, "inner dimensions differ")
+        require(g.tensors[node.inputs[0]].shape[-1] == b.shape[-2 if b.ndim > 1 else 0], node,
+                "inner dimensions differ")
+        try:
+            self.infer(node, g)
+        except ValueError:
+            require(False, node, f"batch dimensions of {g.tensors[node.inputs[0]].shape} and {b.shape} do not "
+                                 f"broadcast")
 
     def out_axis(self, node):
         return 1
 
     def infer(self, node, g):
-        return [tuple(g.tensors[node.inputs[0]].shape[:-1]) + (g.const(node.inputs[1]).shape[1],)]
+        a, b = g.tensors[node.inputs[0]].shape, g.const(node.inputs[1]).shape
+        return [matmul_shape(a, b)]
+
+    def run_float(self, node, g, xs):
+        b = g.const(node.inputs[1])
+        if b.ndim == 2:
+            return super().run_float(node, g, xs)
+        y = np.matmul(xs[0].astype(np.float64), b.astype(np.float64))  # the ONNX definition (before passes.matmul)
+        return [apply_fused_float(node, y.astype(np.float32))]
+
+
+def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """numpy.matmul's output shape (1-D operands get a dimension that is removed again)."""
+    a2, b2 = (1,) + tuple(a) if len(a) == 1 else tuple(a), tuple(b) + (1,) if len(b) == 1 else tuple(b)
+    out = tuple(np.broadcast_shapes(a2[:-2], b2[:-2])) + (a2[-2], b2[-1])
+    if len(b) == 1:
+        out = out[:-1]
+    if len(a) == 1:
+        out = out[:-2] + out[-1:] if len(b) > 1 else out[:-1]
+    return out

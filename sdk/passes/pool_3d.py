@@ -6,10 +6,9 @@ the 2-D kernels and their int8 rules. ops/pool.py (`stages_3d`) states the stage
 only builds them."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir import Graph, Node
 from ..ops.pool import stages_3d
+from .reshape import reshape
 
 POOLS = {"MaxPool", "AveragePool"}
 
@@ -26,8 +25,3 @@ def pool_3d_to_2d(g: Graph) -> None:
         new_nodes.append(reshape(g, f"{node.name}_reshape_out", src, node.outputs[0]))
         at = g.nodes.index(node)
         g.nodes[at:at + 1] = new_nodes
-
-
-def reshape(g: Graph, name: str, src: str, dst: str) -> Node:
-    shape = g.add_const(f"{name}_shape", np.array(g.tensors[dst].shape, np.int64))
-    return Node("Reshape", name, [src, shape], [dst])
