@@ -85,12 +85,14 @@ class Conv(OpDef):
 
     def check(self, node: Node, g: Graph) -> None:
         w = const_input(g, node, 1, "the weight")
-        require(w.ndim == 4, node, f"only 2-D convolution is supported (weight rank {w.ndim})")
+        require(w.ndim == 4, node, f"only 1-D and 2-D {self.op_type} is supported (weight rank {w.ndim})")
         require(len(g.tensors[node.inputs[0]].shape) == 4, node, "the input must be 4-D (NCHW)")
         if optional_input(node, 2):
             const_input(g, node, 2, "the bias")
-        group = self.attr(node, "group")
         _, c, _, _ = spatial_dims(g.tensors[node.inputs[0]].shape, node.channels_last)
+        self.check_channels(node, c, w, self.attr(node, "group"))
+
+    def check_channels(self, node: Node, c: int, w: np.ndarray, group: int) -> None:
         require(c == w.shape[1] * group, node, f"input channels {c} != weight {w.shape[1]} x group {group}")
         require(w.shape[0] % group == 0, node, "output channels must divide by group")
 
@@ -107,26 +109,37 @@ class Conv(OpDef):
         require(oh > 0 and ow > 0, node, f"output size {oh}x{ow} is empty")
         return [(n, oh, ow, oc) if last else (n, oc, oh, ow)]
 
+    # what ConvTranspose (a subclass) changes: the weight's layout, the sums, the kernels
+    kernel_family = "conv2d"
+
+    def weight_oihw(self, node: Node, g: Graph) -> np.ndarray:
+        """The weight as [out_channel][in_channel/group][kh][kw]."""
+        return g.const(node.inputs[1])
+
+    def sums(self, x: np.ndarray, w: np.ndarray, geo: dict, group: int) -> np.ndarray:
+        """The layer's products summed (no bias), NCHW, in x's dtype."""
+        return conv_nchw(x, w, geo, group)
+
     def macs(self, node, g):
         w = g.const(node.inputs[1])
         return g.tensors[node.outputs[0]].size * int(np.prod(w.shape[1:]))
 
     def run_float(self, node, g, xs):
         last = node.channels_last
-        w = g.const(node.inputs[1]).astype(np.float64)
-        y = conv_nchw(to_nchw(xs[0], last).astype(np.float64), w, self.geometry(node, g), self.attr(node, "group"))
+        w = self.weight_oihw(node, g).astype(np.float64)
+        y = self.sums(to_nchw(xs[0], last).astype(np.float64), w, self.geometry(node, g), self.attr(node, "group"))
         if optional_input(node, 2):
             y = y + g.const(node.inputs[2]).reshape(1, -1, 1, 1)
         return [apply_fused_float(node, from_nchw(y, last).astype(np.float32))]
 
     def quantize(self, node, g):
-        quantize_weighted(node, g, axis=0)
+        quantize_weighted(node, g, axis=0, weight=self.weight_oihw(node, g))
 
     def run_int(self, node, g, xs):
         last = node.channels_last
         q = node.q
         x = to_nchw(xs[0], last).astype(np.int64) - q["zx"]
-        acc = conv_nchw(x, q["w"].astype(np.int64), self.geometry(node, g), self.attr(node, "group"))
+        acc = self.sums(x, q["w"].astype(np.int64), self.geometry(node, g), self.attr(node, "group"))
         acc = acc + q["bias"].reshape(1, -1, 1, 1)
         y = requant(acc, q["mult"].reshape(1, -1, 1, 1), q["shift"].reshape(1, -1, 1, 1)) + q["zy"]
         return [from_nchw(clamp_to(y, q["act_min"], q["act_max"], q["dtype"]), last)]
@@ -143,14 +156,14 @@ class Conv(OpDef):
         if precision in ("int8", "int16"):
             q = node.q
             wide = precision == "int16"
-            return call("conv2d_s16" if wide else "conv2d_s8", **io_args(node), **dims,
+            return call(f"{self.kernel_family}_{'s16' if wide else 's8'}", **io_args(node), **dims,
                         w=Weight("w", q["w"].transpose(0, 2, 3, 1), "int8_t"),
                         bias=Weight("bias", q["bias"], "int64_t" if wide else "int32_t"),
                         mult=Weight("mult", q["mult"], "int32_t"), shift=Weight("shift", q["shift"], "int32_t"),
                         zx=q["zx"], zy=q["zy"], lo=q["act_min"], hi=q["act_max"])
-        wf = g.const(node.inputs[1]).astype(np.float32).transpose(0, 2, 3, 1)
+        wf = self.weight_oihw(node, g).astype(np.float32).transpose(0, 2, 3, 1)
         bias = g.const(node.inputs[2]) if optional_input(node, 2) else np.zeros(oc)
-        return call("conv2d_f32", **io_args(node), **dims, **float_bounds(node), w=Weight("w", wf, "float"),
+        return call(f"{self.kernel_family}_f32", **io_args(node), **dims, **float_bounds(node), w=Weight("w", wf, "float"),
                     bias=Weight("bias", bias.astype(np.float32), "float"))
 
 

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..codegen.kernel_api import call
 from ..ir import Graph, Node
-from ..quant.requant import clamp_to, requant
-from .common import (Weight, apply_fused_float, const_input, float_bounds, io_args, optional_input, require)
-from .conv import from_nchw, quantize_weighted, spatial_dims, to_nchw
-from .registry import OpDef, register
+from .common import require
+from .conv import Conv, spatial_dims
+from .registry import register
 
 
 def transpose_geometry(attrs: dict, in_hw: tuple[int, int], k_hw: tuple[int, int]) -> dict:
@@ -66,20 +64,13 @@ def conv_transpose_nchw(x: np.ndarray, w: np.ndarray, geo: dict, group: int) -> 
 
 
 @register
-class ConvTranspose(OpDef):
+class ConvTranspose(Conv):
     op_type = "ConvTranspose"
     summary = ("1-D and 2-D transposed convolution: groups, strides, pads, output_padding, output_shape, "
                "dilations, auto_pad")
-    defaults = {"group": 1, "auto_pad": "NOTSET"}
+    kernel_family = "convtranspose2d"
 
-    def check(self, node: Node, g: Graph) -> None:
-        w = const_input(g, node, 1, "the weight")
-        require(w.ndim == 4, node, f"only 1-D and 2-D transposed convolution are supported (weight rank {w.ndim})")
-        require(len(g.tensors[node.inputs[0]].shape) == 4, node, "the input must be 4-D (NCHW)")
-        if optional_input(node, 2):
-            const_input(g, node, 2, "the bias")
-        group = self.attr(node, "group")
-        _, c, _, _ = spatial_dims(g.tensors[node.inputs[0]].shape, node.channels_last)
+    def check_channels(self, node: Node, c: int, w: np.ndarray, group: int) -> None:
         require(c == w.shape[0] and c % group == 0, node, f"input channels {c} != weight {w.shape[0]} "
                                                            f"(divisible by group {group})")
 
@@ -91,14 +82,16 @@ class ConvTranspose(OpDef):
         return w.reshape(group, ic // group, ocg, kh, kw).transpose(0, 2, 1, 3, 4).reshape(group * ocg, ic // group,
                                                                                            kh, kw)
 
+    def sums(self, x, w, geo, group):
+        return conv_transpose_nchw(x, w, geo, group)
+
     def geometry(self, node: Node, g: Graph) -> dict:
         _, _, h, w = spatial_dims(g.tensors[node.inputs[0]].shape, node.channels_last)
         return transpose_geometry(node.attrs, (h, w), g.const(node.inputs[1]).shape[2:])
 
     def infer(self, node, g):
         n = g.tensors[node.inputs[0]].shape[0]
-        w = g.const(node.inputs[1])
-        oc = w.shape[1] * self.attr(node, "group")
+        oc = g.const(node.inputs[1]).shape[1] * self.attr(node, "group")
         oh, ow = self.geometry(node, g)["out"]
         require(oh > 0 and ow > 0, node, f"output size {oh}x{ow} is empty")
         return [(n, oh, ow, oc) if node.channels_last else (n, oc, oh, ow)]
@@ -107,44 +100,10 @@ class ConvTranspose(OpDef):
         w = g.const(node.inputs[1])
         return g.tensors[node.inputs[0]].size * int(np.prod(w.shape[1:]))
 
-    def run_float(self, node, g, xs):
-        last = node.channels_last
-        y = conv_transpose_nchw(to_nchw(xs[0], last).astype(np.float64), self.weight_oihw(node, g).astype(np.float64),
-                                self.geometry(node, g), self.attr(node, "group"))
-        if optional_input(node, 2):
-            y = y + g.const(node.inputs[2]).reshape(1, -1, 1, 1)
-        return [apply_fused_float(node, from_nchw(y, last).astype(np.float32))]
-
     def quantize(self, node, g):
         require("weight" not in node.imported_q, node, "QDQ (pre-quantized) weights are not supported")
-        quantize_weighted(node, g, axis=0, weight=self.weight_oihw(node, g))
-
-    def run_int(self, node, g, xs):
-        last = node.channels_last
-        q = node.q
-        x = to_nchw(xs[0], last).astype(np.int64) - q["zx"]
-        acc = conv_transpose_nchw(x, q["w"].astype(np.int64), self.geometry(node, g), self.attr(node, "group"))
-        acc = acc + q["bias"].reshape(1, -1, 1, 1)
-        y = requant(acc, q["mult"].reshape(1, -1, 1, 1), q["shift"].reshape(1, -1, 1, 1)) + q["zy"]
-        return [from_nchw(clamp_to(y, q["act_min"], q["act_max"], q["dtype"]), last)]
+        super().quantize(node, g)
 
     def lower(self, node, g, precision):
-        require(node.channels_last, node, "code generation needs the channels-last layout")
         require(precision in ("int8", "fp32"), node, f"no {precision} kernel (int8 and fp32 only)")
-        n, h, w, c = g.tensors[node.inputs[0]].shape
-        _, oh, ow, oc = g.tensors[node.outputs[0]].shape
-        geo = self.geometry(node, g)
-        kh, kw = g.const(node.inputs[1]).shape[2:]
-        (sh, sw), (dh, dw), pads = geo["strides"], geo["dilations"], geo["pads"]
-        dims = dict(n=n, h=h, wd=w, c=c, oh=oh, ow=ow, oc=oc, kh=kh, kw=kw, sh=sh, sw=sw, pt=pads[0], pl=pads[1],
-                    dh=dh, dw=dw, groups=self.attr(node, "group"))
-        if precision == "int8":
-            q = node.q
-            return call("convtranspose2d_s8", **io_args(node), **dims,
-                        w=Weight("w", q["w"].transpose(0, 2, 3, 1), "int8_t"), bias=Weight("bias", q["bias"], "int32_t"),
-                        mult=Weight("mult", q["mult"], "int32_t"), shift=Weight("shift", q["shift"], "int32_t"),
-                        zx=q["zx"], zy=q["zy"], lo=q["act_min"], hi=q["act_max"])
-        wf = self.weight_oihw(node, g).astype(np.float32).transpose(0, 2, 3, 1)
-        bias = g.const(node.inputs[2]) if optional_input(node, 2) else np.zeros(oc)
-        return call("convtranspose2d_f32", **io_args(node), **dims, **float_bounds(node), w=Weight("w", wf, "float"),
-                    bias=Weight("bias", bias.astype(np.float32), "float"))
+        return super().lower(node, g, precision)
