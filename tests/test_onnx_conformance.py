@@ -56,6 +56,11 @@ def test_backend_case(results, name):
 
 @pytest.mark.slow
 def test_conformance_md_is_up_to_date(results):
+    # the cases are the installed onnx package's: another onnx version has other cases
+    written_with = re.search(r"^onnx (\S+)\.", conformance.DOC.read_text(), re.M)
+    assert written_with and written_with.group(1) == conformance.onnx.__version__, \
+        f"docs/conformance.md is of onnx {written_with and written_with.group(1)}, this is onnx " \
+        f"{conformance.onnx.__version__}: run scripts/conformance.py"
     assert conformance.DOC.read_text() == conformance.render(CASES), "run scripts/conformance.py"
 
 
