@@ -830,7 +830,7 @@ def avgpool_dilated_include_pad(b, x):
 
 @case((1, 3, 6, 7, 5))
 def maxpool_3d(b, x):
-    """3-D pooling: two 2-D poolings between reshapes (passes/pool_3d.py)"""
+    """3-D pooling: two 2-D poolings between reshapes (passes/pool_nd.py)"""
     return b.op("MaxPool", x, kernel_shape=[2, 3, 2], strides=[2, 1, 2], pads=[1, 1, 0, 0, 1, 1])
 
 
@@ -841,6 +841,17 @@ def avgpool_3d_dilated(b, x):
 
 @case((1, 5, 7, 9))
 def global_maxpool(b, x):
+    return b.op("GlobalMaxPool", x)
+
+
+@case((1, 6, 13))
+def global_avgpool_1d(b, x):
+    """global pooling of any rank: over (N, C, 1, S) (passes/pool_nd.py)"""
+    return b.op("GlobalAveragePool", x)
+
+
+@case((1, 3, 4, 3, 5))
+def global_maxpool_3d(b, x):
     return b.op("GlobalMaxPool", x)
 
 
@@ -904,7 +915,7 @@ def ids_with(prefix: str) -> list[str]:
 HOST_GROUPS: dict[str, list[str]] = {
     "conv": ids_with("conv_") + ids_with("convt_"),
     "fc_eltwise": ids_with("gemm_") + ids_with("matmul_") + ids_with("add_") + ids_with("mul_"),
-    "pool": ids_with("maxpool_") + ids_with("avgpool_") + ids_with("global_avgpool") + ["global_maxpool"],
+    "pool": ids_with("maxpool_") + ids_with("avgpool_") + ids_with("global_avgpool") + ids_with("global_maxpool"),
     "move_act": (ids_with("concat_") + ids_with("pad_") + ids_with("transpose_") +
                  ["relu", "clip_standalone", "leaky_relu", "sigmoid", "hardswish", "tanh"] + ids_with("softmax_")),
     "qdq_ties": ids_with("qdq_"),
@@ -918,7 +929,7 @@ FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", 
               "add_bcast_both", "mul_const_per_channel", "maxpool_ceil", "avgpool_ceil_include_pad", "global_avgpool",
               "concat_channels", "pad_value", "transpose_0321", "leaky_relu", "sigmoid", "hardswish", "tanh",
               "softmax_rows", "network", "conv_1d_stride2_pad", "maxpool_1d_ceil", "avgpool_1d_include_pad",
-              "global_maxpool", "maxpool_dilated_ceil", "avgpool_dilated_include_pad", "maxpool_3d",
+              "global_maxpool", "global_avgpool_1d", "global_maxpool_3d", "maxpool_dilated_ceil", "avgpool_dilated_include_pad", "maxpool_3d",
               "avgpool_3d_dilated", "matmul_batched_b", "convt_s2_pads_outpad", "convt_group2_dilated", "convt_1d", "gemm_transa_matrix_bias",
               "concat_const_input"]
 

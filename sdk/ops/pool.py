@@ -65,6 +65,23 @@ def split_3d_attrs(attrs: dict) -> tuple[dict, dict]:
 Shape = tuple[int, ...]
 
 
+def global_as_4d(shape: Shape) -> Shape:
+    """(N, C, 1, S): a global pooling's input with its S spatial values on one axis."""
+    return (shape[0], shape[1], 1, int(np.prod(shape[2:], dtype=np.int64)))
+
+
+def global_shape(shape: Shape) -> Shape:
+    return tuple(shape[:2]) + (1,) * (len(shape) - 2)
+
+
+def stages_2d(node: Node, shape: Shape) -> list[tuple[dict, Shape, Shape]] | None:
+    """The 2-D poolings (attributes, input shape, output shape) that compute a pooling the 2-D
+    kernels do not take directly (3-D windows; global pooling of a rank other than 4), else None."""
+    if node.op in ("GlobalAveragePool", "GlobalMaxPool"):
+        return None if len(shape) == 4 else [({}, global_as_4d(shape), tuple(shape[:2]) + (1, 1))]
+    return stages_3d(node, shape)[0] if len(shape) == 5 else None
+
+
 def stages_3d(node: Node, shape: Shape) -> tuple[list[tuple[dict, Shape, Shape]], Shape]:
     """The two 2-D poolings of a 3-D one over NCDHW `shape`, as (attributes, input shape, output
     shape) each, and the 3-D output shape: stage 1 pools (N, C*D, H, W) over H and W, stage 2
@@ -96,14 +113,20 @@ class Pool(OpDef):
             return {"strides": [1, 1], "pads": [0, 0, 0, 0], "out": [1, 1], "extra": [0, 0], "dilations": [1, 1]}
         return pool_geometry(node, (h, w), self.kernel(node, g))
 
+    def is_global_nd(self, node: Node, g: Graph) -> bool:
+        """A global pooling over other than two spatial axes: the passes run it on (N, C, 1, S)
+        (passes/pool_nd.py)."""
+        return self.is_global and len(g.tensors[node.inputs[0]].shape) != 4
+
     def is_3d(self, node: Node, g: Graph) -> bool:
-        """A 3-D pooling: the passes run it as two 2-D ones (passes/pool_3d.py)."""
+        """A 3-D pooling: the passes run it as two 2-D ones (passes/pool_nd.py)."""
         return not self.is_global and len(g.tensors[node.inputs[0]].shape) == 5
 
     def check(self, node, g):
         rank = len(g.tensors[node.inputs[0]].shape)
         if self.is_global:
-            require(rank == 4, node, "only 4-D inputs are supported")
+            require(rank >= 3, node, "the input needs at least one spatial axis (N, C, ...)")
+            require(rank == 4 or not node.channels_last, node, "the passes run this on a 4-D tensor")
             return
         require(len(node.outputs) == 1 or not any(node.outputs[1:]), node,
                 "the Indices output of MaxPool is not supported")
@@ -112,12 +135,24 @@ class Pool(OpDef):
         require(rank == 4 or not node.channels_last, node, "3-D pooling is run as two 2-D poolings by the passes")
 
     def infer(self, node, g):
+        if self.is_global_nd(node, g):
+            return [global_shape(g.tensors[node.inputs[0]].shape)]
         if self.is_3d(node, g):
             return [stages_3d(node, g.tensors[node.inputs[0]].shape)[1]]
         n, c, _, _ = self.dims(node, g)
         oh, ow = self.geometry(node, g)["out"]
         require(oh > 0 and ow > 0, node, "output is empty")
         return [(n, oh, ow, c) if node.channels_last else (n, c, oh, ow)]
+
+    def run_nd_float(self, node: Node, x: np.ndarray) -> np.ndarray | None:
+        """The float reference of the forms the passes rewrite (3-D, global of any rank), as
+        they run them; None for a 2-D pooling."""
+        if self.is_global and x.ndim != 4:
+            stage_graph = Graph()
+            stage_graph.tensors["x"] = Tensor("x", global_as_4d(x.shape))
+            y = self.run_float(Node(node.op, node.name, ["x"], ["y"]), stage_graph, [x.reshape(global_as_4d(x.shape))])
+            return y[0].reshape(global_shape(x.shape))
+        return self.run_3d_float(node, x) if not self.is_global and x.ndim == 5 else None
 
     def run_3d_float(self, node: Node, x: np.ndarray) -> np.ndarray:
         """The float reference of a 3-D pooling: its two 2-D stages (as the passes run it)."""
@@ -164,8 +199,9 @@ class MaxPool(Pool):
     output_qparams = "same"
 
     def run_float(self, node, g, xs):
-        if self.is_3d(node, g):
-            return [self.run_3d_float(node, xs[0])]
+        y = self.run_nd_float(node, xs[0]) if not node.channels_last else None
+        if y is not None:
+            return [y]
         last = node.channels_last
         y = self.windows(node, g, to_nchw(xs[0], last).astype(np.float32), -np.inf).max(axis=(2, 3))
         return [from_nchw(y, last)]
@@ -183,8 +219,9 @@ class MaxPool(Pool):
 
 class AveragePoolBase(Pool):
     def run_float(self, node, g, xs):
-        if self.is_3d(node, g):
-            return [self.run_3d_float(node, xs[0])]
+        y = self.run_nd_float(node, xs[0]) if not node.channels_last else None
+        if y is not None:
+            return [y]
         last = node.channels_last
         s = self.windows(node, g, to_nchw(xs[0], last).astype(np.float64), 0.0).sum(axis=(2, 3))
         return [from_nchw((s / self.counts(node, g)).astype(np.float32), last)]
@@ -218,7 +255,7 @@ class AveragePoolBase(Pool):
 @register
 class GlobalMaxPool(MaxPool):
     op_type = "GlobalMaxPool"
-    summary = "max over the spatial dimensions (4-D input)"
+    summary = "max over the spatial dimensions (any rank)"
     is_global = True
 
 
@@ -231,5 +268,5 @@ class AveragePool(AveragePoolBase):
 @register
 class GlobalAveragePool(AveragePoolBase):
     op_type = "GlobalAveragePool"
-    summary = "mean over the spatial dimensions"
+    summary = "mean over the spatial dimensions (any rank)"
     is_global = True

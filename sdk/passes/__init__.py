@@ -10,10 +10,10 @@ from .fuse_activation import fuse_activations
 from .gemm import gemm_to_fc_form
 from .layout import to_channels_last
 from .matmul import matmul_to_2d
-from .pool_3d import pool_3d_to_2d
+from .pool_nd import pools_to_2d
 from .reduce_mean import reduce_mean_to_global_pool
 
-PIPELINE = [remove_identities, fold_constants, gemm_to_fc_form, matmul_to_2d, pool_3d_to_2d, reduce_mean_to_global_pool,
+PIPELINE = [remove_identities, fold_constants, gemm_to_fc_form, matmul_to_2d, pools_to_2d, reduce_mean_to_global_pool,
             fold_batchnorm, fuse_activations, to_channels_last]
 
 
@@ -24,4 +24,4 @@ def optimize(g: Graph) -> None:
 
 
 __all__ = ["PIPELINE", "optimize", "fold_batchnorm", "remove_identities", "fold_constants", "fuse_activations",
-           "to_channels_last", "reduce_mean_to_global_pool", "gemm_to_fc_form", "pool_3d_to_2d", "matmul_to_2d"]
+           "to_channels_last", "reduce_mean_to_global_pool", "gemm_to_fc_form", "pools_to_2d", "matmul_to_2d"]
