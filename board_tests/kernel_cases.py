@@ -522,6 +522,21 @@ def pad_asym(b, x):
     return b.op("Pad", [x[0], b.const(np.array([0, 1, 2, 0, 0, 2, 1, 3]), "pads", np.int64)])
 
 
+@case((1, 3, 6, 5))
+def pad_reflect(b, x):
+    return b.op("Pad", [x[0], b.const(np.array([0, 1, 3, 2, 0, 2, 5, 4]), "pads", np.int64)], mode="reflect")
+
+
+@case((1, 3, 4, 5))
+def pad_edge(b, x):
+    return b.op("Pad", [x[0], b.const(np.array([0, 0, 2, 1, 0, 1, 3, 2]), "pads", np.int64)], mode="edge")
+
+
+@case((1, 3, 4, 5), opset=19)
+def pad_wrap(b, x):
+    return b.op("Pad", [x[0], b.const(np.array([0, 0, 3, 2, 0, 0, 1, 6]), "pads", np.int64)], mode="wrap")
+
+
 @case((1, 5, 7, 9))
 def pad_value(b, x):
     return b.op("Pad", [x[0], b.const(np.array([0, 0, 1, 1, 0, 0, 2, 0]), "pads", np.int64), b.const(0.5)])
@@ -930,7 +945,7 @@ FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", 
               "concat_channels", "pad_value", "transpose_0321", "leaky_relu", "sigmoid", "hardswish", "tanh",
               "softmax_rows", "network", "conv_1d_stride2_pad", "maxpool_1d_ceil", "avgpool_1d_include_pad",
               "global_maxpool", "global_avgpool_1d", "global_maxpool_3d", "maxpool_dilated_ceil", "avgpool_dilated_include_pad", "maxpool_3d",
-              "avgpool_3d_dilated", "matmul_batched_b", "convt_s2_pads_outpad", "convt_group2_dilated", "convt_1d", "gemm_transa_matrix_bias",
+              "avgpool_3d_dilated", "matmul_batched_b", "pad_reflect", "pad_edge", "pad_wrap", "convt_s2_pads_outpad", "convt_group2_dilated", "convt_1d", "gemm_transa_matrix_bias",
               "concat_const_input"]
 
 # cortex-m7 (profile lite): one firmware per group (the op grid, the QDQ ties, the network)

@@ -247,10 +247,13 @@ class Concat(OpDef):
         return calls
 
 
+PAD_MODES = ["constant", "edge", "reflect", "wrap"]  # the order is the C kernels' `mode` numbers
+
+
 @register
 class Pad(OpDef):
     op_type = "Pad"
-    summary = "constant padding (up to 4-D) with constant pads and value"
+    summary = "padding (up to 4-D): modes constant, edge, reflect and wrap; constant pads, value and axes"
     output_qparams = "same"
 
     def pads_value(self, node: Node, g: Graph) -> tuple[list[int], float]:
@@ -282,7 +285,7 @@ class Pad(OpDef):
 
     def check(self, node, g):
         mode = node.attrs.get("mode", "constant")
-        require(mode == "constant", node, f"mode '{mode}' is not supported (only constant)")
+        require(mode in PAD_MODES, node, f"mode '{mode}' is not supported (only {', '.join(PAD_MODES)})")
         rank = len(g.tensors[node.inputs[0]].shape)
         require(rank <= MAX_RANK, node, f"rank above {MAX_RANK} is not supported")
         pads, _ = self.pads_value(node, g)
@@ -299,15 +302,21 @@ class Pad(OpDef):
         r = len(pads) // 2
         return [(pads[i], pads[i + r]) for i in range(r)]
 
+    def padded(self, node: Node, g: Graph, x: np.ndarray, value) -> np.ndarray:
+        mode = node.attrs.get("mode", "constant")
+        if mode == "constant":
+            return np.pad(x, self.np_pads(node, g), constant_values=value)
+        return np.pad(x, self.np_pads(node, g), mode=mode)  # numpy's edge, reflect and wrap are ONNX's
+
     def run_float(self, node, g, xs):
-        return [np.pad(xs[0], self.np_pads(node, g), constant_values=self.pads_value(node, g)[1])]
+        return [self.padded(node, g, xs[0], self.pads_value(node, g)[1])]
 
     def quantize(self, node, g):
         s, z = qparams_of(g, node.inputs[0])
         node.q = {"value": int(quantize_float(np.array([self.pads_value(node, g)[1]]), s, z)[0])}
 
     def run_int(self, node, g, xs):
-        return [np.pad(xs[0], self.np_pads(node, g), constant_values=node.q["value"])]
+        return [self.padded(node, g, xs[0], node.q["value"])]
 
     def lower(self, node, g, precision):
         src = g.tensors[node.inputs[0]].shape
@@ -317,6 +326,7 @@ class Pad(OpDef):
         out4 = [1] * lead + list(g.tensors[node.outputs[0]].shape)
         geometry = {f"{key}{i}": v for key, values in (("i", shape4), ("o", out4), ("b", before))
                     for i, v in enumerate(values)}
+        geometry["mode"] = PAD_MODES.index(node.attrs.get("mode", "constant"))
         if precision == "int8":
             return call("pad_s8", **io_args(node), **geometry, value=node.q["value"])
         return call("pad_f32", **io_args(node), **geometry, value=self.pads_value(node, g)[1])

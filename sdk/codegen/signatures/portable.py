@@ -45,9 +45,9 @@ declare(SET, "mul_f32", In("a", "float"), In("b", "float"), Out("out", "float"),
         *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), *F("lo hi"))
 declare(SET, "mul_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"),
         *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), *I("za zb mult shift zy lo hi", "int32_t"))
-declare(SET, "pad_f32", In("in", "float"), Out("out", "float"), *I("i0 i1 i2 i3 o0 o1 o2 o3 b0 b1 b2 b3"),
+declare(SET, "pad_f32", In("in", "float"), Out("out", "float"), *I("i0 i1 i2 i3 o0 o1 o2 o3 b0 b1 b2 b3 mode"),
         *F("value"))
-declare(SET, "pad_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("i0 i1 i2 i3 o0 o1 o2 o3 b0 b1 b2 b3"),
+declare(SET, "pad_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("i0 i1 i2 i3 o0 o1 o2 o3 b0 b1 b2 b3 mode"),
         *I("value", "int32_t"))
 declare(SET, "quantize_f32_s8", In("in", "float"), Out("out", "int8_t"), *I("count"), *F("scale"),
         *I("zp", "int32_t"))
