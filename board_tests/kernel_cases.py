@@ -922,6 +922,101 @@ def concat_const_input(b, x):
     return b.op("Concat", [x[0], b.const(b.randn((1, 2, 5, 7)))], axis=1)
 
 
+# --- MatMul of two activations, LSTM, GRU (ops/matmul.py, ops/recurrent.py) -------------------
+@case((1, 2, 5, 7), (1, 2, 7, 6), ranges=((-2.0, 2.0), (-1.0, 3.0)))
+def seq_matmul_batched(b, x):
+    """[1, 2, 5, 7] @ [1, 2, 7, 6]: two activations, batch of 2"""
+    return b.op("MatMul", x)
+
+
+@case((1, 3, 4, 8), (1, 1, 8, 5), ranges=((-3.0, 1.0), (-2.0, 2.0)))
+def seq_matmul_bcast_relu(b, x):
+    """B's batch of 1 broadcast over A's 3 heads, a fused Relu"""
+    return b.op("Relu", [b.op("MatMul", x)])
+
+
+@case((1, 6, 8), (1, 6, 8), ranges=((-2.0, 2.0), (-2.0, 2.0)))
+def seq_matmul_attention(b, x):
+    """Q @ K^T (a Transpose of an activation), softmax, @ V"""
+    scores = b.op("MatMul", [x[0], b.op("Transpose", [x[1]], perm=[0, 2, 1])])
+    return b.op("MatMul", [b.op("Softmax", [scores], axis=-1), x[1]])
+
+
+def rnn(b: "Builder", op: str, x: str, input_size: int, hidden: int, direction: str = "forward",
+        outputs: Sequence[str] = ("Y", "Y_h", "Y_c"), initial: bool = False, **attrs) -> list[str]:
+    """An LSTM/GRU node with random weights; returns the named outputs that the case keeps."""
+    gates, dirs = (4 if op == "LSTM" else 3), (2 if direction == "bidirectional" else 1)
+    scale = 1.0 / np.sqrt(hidden)
+    inputs = [x, b.const(b.randn((dirs, gates * hidden, input_size), scale), "w"),
+              b.const(b.randn((dirs, gates * hidden, hidden), scale), "r"),
+              b.const(b.randn((dirs, 2 * gates * hidden), 0.2), "b")]
+    if initial:
+        batch_first = attrs.get("layout", 0)
+        state = b.randn((1, dirs, hidden) if batch_first else (dirs, 1, hidden), 0.5)
+        inputs += ["", b.const(state, "h0")] + ([b.const(state * 2, "c0")] if op == "LSTM" else [])
+    names = ["Y", "Y_h", "Y_c"][:3 if op == "LSTM" else 2]
+    outs = [b.fresh(n.lower()) if n in outputs else "" for n in names]
+    b.nodes.append(helper.make_node(op, inputs, outs, name=b.fresh(op), hidden_size=hidden, direction=direction,
+                                    **attrs))
+    return [o for o in outs if o]
+
+
+def time_major(b: "Builder", x: str) -> str:
+    """[1, seq, input] (how the cases feed a sequence) -> [seq, 1, input] (layout 0)"""
+    return b.op("Transpose", [x], perm=[1, 0, 2])
+
+
+@case((1, 7, 5), ranges=((-2.0, 2.0),))
+def seq_lstm_forward(b, x):
+    return rnn(b, "LSTM", time_major(b, x[0]), 5, 6)
+
+
+@case((1, 9, 4), ranges=((-1.0, 3.0),))
+def seq_lstm_bidirectional_batch_first(b, x):
+    """layout 1 ([batch, seq, input]), both directions, initial states"""
+    return rnn(b, "LSTM", x[0], 4, 5, "bidirectional", initial=True, layout=1)
+
+
+@case((1, 6, 3), ranges=((-2.0, 2.0),))
+def seq_lstm_reverse_yh_only(b, x):
+    """reverse, only Y_h kept (Y and Y_c left out of the node)"""
+    return rnn(b, "LSTM", time_major(b, x[0]), 3, 7, "reverse", outputs=("Y_h",))
+
+
+@case((1, 6, 4), (1, 1, 5), (1, 1, 5), ranges=((-2.0, 2.0), (-0.8, 0.8), (-3.0, 3.0)))
+def seq_lstm_runtime_state(b, x):
+    """initial_h and initial_c computed by the model (streaming: the state of the last call)"""
+    gates, scale = 4, 1.0 / np.sqrt(5)
+    inputs = [time_major(b, x[0]), b.const(b.randn((1, 20, 4), scale), "w"), b.const(b.randn((1, 20, 5), scale), "r"),
+              b.const(b.randn((1, 40), 0.2), "b"), "", x[1], x[2]]
+    outs = [b.fresh("y"), b.fresh("y_h"), b.fresh("y_c")]
+    b.nodes.append(helper.make_node("LSTM", inputs, outs, name=b.fresh("LSTM"), hidden_size=5))
+    return outs
+
+
+@case((1, 7, 3), (1, 2, 4), ranges=((-2.0, 2.0), (-0.9, 0.9)))
+def seq_gru_runtime_state_batch_first(b, x):
+    """a computed initial_h [batch, dirs, hidden] (layout 1), both directions"""
+    scale = 0.5
+    inputs = [x[0], b.const(b.randn((2, 12, 3), scale), "w"), b.const(b.randn((2, 12, 4), scale), "r"),
+              b.const(b.randn((2, 24), 0.2), "b"), "", x[1]]
+    outs = [b.fresh("y"), b.fresh("y_h")]
+    b.nodes.append(helper.make_node("GRU", inputs, outs, name=b.fresh("GRU"), hidden_size=4, layout=1,
+                                    direction="bidirectional"))
+    return outs
+
+
+@case((1, 8, 4), ranges=((-2.0, 2.0),))
+def seq_gru_forward(b, x):
+    return rnn(b, "GRU", time_major(b, x[0]), 4, 6)
+
+
+@case((1, 5, 6), ranges=((-2.0, 2.0),))
+def seq_gru_bidirectional_lbr(b, x):
+    """linear_before_reset = 1 (PyTorch's GRU), both directions, initial state"""
+    return rnn(b, "GRU", time_major(b, x[0]), 6, 4, "bidirectional", initial=True, linear_before_reset=1)
+
+
 # --- groups ------------------------------------------------------------------------------------
 def ids_with(prefix: str) -> list[str]:
     return [c for c in CASES if c.startswith(prefix)]
@@ -936,6 +1031,7 @@ HOST_GROUPS: dict[str, list[str]] = {
     "qdq_ties": ids_with("qdq_"),
     "network": ["network"],
     "dsp_paths": ids_with("dsp_"),
+    "seq": ids_with("seq_"),
 }
 assert sorted(c for g in HOST_GROUPS.values() for c in g) == sorted(CASES), "every case is in one host group"
 
@@ -943,9 +1039,13 @@ assert sorted(c for g in HOST_GROUPS.values() for c in g) == sorted(CASES), "eve
 FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", "gemm_transb", "matmul_3d",
               "add_bcast_both", "mul_const_per_channel", "maxpool_ceil", "avgpool_ceil_include_pad", "global_avgpool",
               "concat_channels", "pad_value", "transpose_0321", "leaky_relu", "sigmoid", "hardswish", "tanh",
-              "softmax_rows", "network", "conv_1d_stride2_pad", "maxpool_1d_ceil", "avgpool_1d_include_pad",
-              "global_maxpool", "global_avgpool_1d", "global_maxpool_3d", "maxpool_dilated_ceil", "avgpool_dilated_include_pad", "maxpool_3d",
-              "avgpool_3d_dilated", "matmul_batched_b", "pad_reflect", "pad_edge", "pad_wrap", "convt_s2_pads_outpad", "convt_group2_dilated", "convt_1d", "gemm_transa_matrix_bias",
+              "softmax_rows", "network", "seq_matmul_bcast_relu", "seq_matmul_attention",
+              "seq_lstm_bidirectional_batch_first", "seq_lstm_reverse_yh_only", "seq_gru_forward",
+              "seq_gru_bidirectional_lbr", "seq_lstm_runtime_state", "seq_gru_runtime_state_batch_first",
+              "conv_1d_stride2_pad", "maxpool_1d_ceil", "avgpool_1d_include_pad", "global_maxpool",
+              "global_avgpool_1d", "global_maxpool_3d", "maxpool_dilated_ceil", "avgpool_dilated_include_pad",
+              "maxpool_3d", "avgpool_3d_dilated", "matmul_batched_b", "pad_reflect", "pad_edge", "pad_wrap",
+              "convt_s2_pads_outpad", "convt_group2_dilated", "convt_1d", "gemm_transa_matrix_bias",
               "concat_const_input"]
 
 # cortex-m7 (profile lite): one firmware per group (the op grid, the QDQ ties, the network)
@@ -959,7 +1059,8 @@ M7_GROUPS: dict[str, list[str]] = {
             "avgpool_include_pad", "avgpool_ceil_include_pad", "avgpool_ceil_include_pad_all_sides", "global_avgpool",
             "global_avgpool_256",
             "concat_channels", "concat_2d", "pad_asym", "transpose_0321", "sigmoid", "hardswish", "tanh",
-            "softmax_2d", "softmax_rows", "softmax_after_gemm"],
+            "softmax_2d", "softmax_rows", "softmax_after_gemm", "seq_matmul_attention",
+            "seq_lstm_bidirectional_batch_first", "seq_gru_bidirectional_lbr", "seq_lstm_runtime_state"],
     "qdq_ties": ids_with("qdq_"),
     "network": ["network"],
 }
@@ -976,7 +1077,7 @@ class Net:
     calib: Path | None = None
 
 
-def make_net(name: str, case_ids: Sequence[str]) -> Net:
+def make_net(name: str, case_ids: Sequence[str], opset: int = OPSET) -> Net:
     nodes, inits, graph_inputs, graph_outputs = [], [], [], []
     inputs, outputs = {}, {}
     for cid in case_ids:

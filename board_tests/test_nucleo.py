@@ -87,3 +87,31 @@ def test_no_malloc_no_semihosting_and_the_usart3_console(build):
     assert not re.search(r"\bbkpt\s+0x00ab\b", tool("objdump", "-d", elf))  # no semihosting call left
     link_map = Path(build["artifacts"]["map"]).read_text()
     assert "usart3.o" in link_map and "halt.o" in link_map and "/uart.o" not in link_map
+
+
+@pytest.fixture(scope="module")
+def serial_build(tmp_path_factory) -> dict:
+    """The serial test harness image (what `validate --port` flashes), built as the CLI builds it."""
+    from cuvil_sdk.boards import serial_harness_board
+    from cuvil_sdk.commands import do_build
+    from cuvil_sdk.compiler import CompileRequest
+    from cuvil_sdk.profiles import get_profile
+    examples = Path(__file__).resolve().parents[1] / "sdk" / "examples"
+    req = CompileRequest(model=examples / "digits_cnn.onnx", board=serial_harness_board(get_board(BOARD)),
+                         profile=get_profile("lite"), calib=str(examples / "digits_calib.npy"))
+    return do_build(req, tmp_path_factory.mktemp("nucleo-serial") / "digits", 2)
+
+
+def test_serial_harness_builds_fits_and_uses_usart3_and_dwt(serial_build):
+    """Built and linked only: its USART3 receive path has never run (no emulator, no board here)."""
+    assert serial_build["fits"] is True and 0 < serial_build["flash_bytes"] <= FLASH_BYTES
+    elf = serial_build["artifacts"]["elf"]
+    defined = {l.split()[-1] for l in tool("nm", "--defined-only", elf).splitlines() if l.strip()}
+    assert {"uart_getc", "uart_rx_begin", "vector_table"} <= defined
+    assert not defined & set(ALLOCATOR) and not defined & {"sh_open", "sh_read", "sh_write"}
+    assert not re.search(r"\bbkpt\s+0x00ab\b", tool("objdump", "-d", elf))
+    harness = (Path(serial_build["out_dir"]) / "src" / "harness.c").read_text()
+    assert "DWT_CYCCNT" in harness and "SYST_CVR" not in harness  # cycles on silicon, not SysTick
+    assert "/uart.o" not in Path(serial_build["artifacts"]["map"]).read_text()
+    loaded = load_image(Path(serial_build["artifacts"]["bin"]), FlashGeometry.from_board(get_board(BOARD)))
+    assert loaded.start == FLASH_START

@@ -32,9 +32,9 @@ fi
 stamp=.venv/.cuvil-installed
 want="$(sha1sum pyproject.toml | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "setup: installing cuvil-sdk and its test dependencies into .venv" >&2
+  echo "setup: installing cuvil-sdk, its test dependencies and labgrid (the farm extra) into .venv" >&2
   .venv/bin/python -m pip install -q --upgrade pip >&2
-  .venv/bin/python -m pip install -q -e ".[test]" >&2
+  .venv/bin/python -m pip install -q -e ".[test,farm]" >&2
   echo "$want" > "$stamp"
 fi
 

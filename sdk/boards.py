@@ -5,7 +5,7 @@ try:  # Python 3.11+; tomli is the same parser for 3.10 (a dependency there only
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib  # type: ignore[no-redef]
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +88,16 @@ def linker_context(board: Board) -> dict[str, Any]:
         "ram_bytes": board.ram_bytes,
         "stack_bytes": int(board.get("memory.stack_bytes")),
     }
+
+
+def serial_harness_board(board: Board) -> Board:
+    """The board building its serial test harness (firmware.serial_harness_template) instead of
+    its own harness: what `run`/`validate` with --port or --place flash and talk to."""
+    template = board.get("firmware.serial_harness_template")
+    if not template:
+        able = sorted(b.name for b in all_boards().values() if b.get("firmware.serial_harness_template"))
+        raise UsageError(f"board '{board.name}' has no serial test harness (--port/--place work on: "
+                         f"{', '.join(able)})")
+    data = dict(board.data)
+    data["firmware"] = {**board.data["firmware"], "harness_template": template}
+    return replace(board, data=data)

@@ -72,6 +72,19 @@ def add_threads_option(p: argparse.ArgumentParser) -> None:
                         "(default 1: single-threaded code, no thread support compiled in)")
 
 
+def add_remote_options(p: argparse.ArgumentParser) -> None:
+    """A real (or emulated) board over its serial port, or boards in a labgrid farm (docs/farm.md)."""
+    p.add_argument("--port", help="run on the board at this serial port (a device or a pyserial URL such as "
+                   "socket://127.0.0.1:PORT): flash the serial test harness through its ROM bootloader, "
+                   "then send every sample over the port")
+    p.add_argument("--flash-port", help="with --port: the ROM bootloader's port, where it is not --port "
+                   "(nucleo-f767zi: a USB-serial adapter on USART1, while --port is the ST-LINK VCP)")
+    p.add_argument("--place", action="append", metavar="NAME", help="run on the board of this labgrid place "
+                   "(repeatable: the samples are shared out over the places)")
+    p.add_argument("--coordinator", metavar="HOST:PORT", help="the labgrid coordinator (default: LG_COORDINATOR, "
+                   "else 127.0.0.1:20408)")
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="cuvil-sdk", description="Compile ONNX models into C for microcontrollers and edge boards.")
     parser.add_argument("--version", action="version", version=f"cuvil-sdk {__version__}")
@@ -101,6 +114,7 @@ def build_parser() -> Parser:
                         "profile on QEMU boards); default: a temporary folder, removed")
     add_config_option(p)
     add_jobs_option(p)
+    add_remote_options(p)
 
     p = sub.add_parser("validate", help="accuracy of the built artifact on the target against ONNX Runtime")
     add_model_options(p)
@@ -108,6 +122,7 @@ def build_parser() -> Parser:
     p.add_argument("--per-layer", action="store_true", help="also compare every layer's output (debug build)")
     add_config_option(p)
     add_jobs_option(p)
+    add_remote_options(p)
 
     p = sub.add_parser("flash", help="flash firmware over a serial port (AN3155 bootloader)")
     p.add_argument("firmware", help="the .bin or .hex image")
@@ -214,7 +229,7 @@ def do_build(plan) -> None:
         report["run"] = commands.example_accuracy(req.board, info)
         human += (f"\n  accuracy {report['run']['accuracy']:.4f} on {report['run']['samples']} test images")
         if "instructions" in report["run"]:
-            human += f"\n  {report['run']['instructions']} guest instructions per inference (QEMU -icount, not cycles)"
+            human += instructions_line(report["run"])
     emit(report, args.json, human)
 
 
@@ -227,10 +242,14 @@ def human_image(info: dict, report: dict) -> str:
     return "\n".join(lines)
 
 
+def instructions_line(report: dict) -> str:
+    return f"\n  {report['instructions']} instructions per inference ({report['instructions_note']})"
+
+
 def human_run(report: dict) -> str:
     human = f"ran {report['samples']} samples on {report['board']}; outputs in {report['outputs']}"
     if "instructions" in report:
-        human += f"\n  {report['instructions']} guest instructions per inference (QEMU -icount, not cycles)"
+        human += instructions_line(report)
     if "time_per_inference_us" in report:
         human += (f"\n  {report['time_per_inference_us']:.1f} us per inference (median of {report['timing_repeats']}"
                   f" runs; {report['timing_note']})")
@@ -246,8 +265,8 @@ def do_run(plan) -> None:
     if plan.image:
         report = commands.do_run_in_image(plan, Path(args.input), Path(args.output), out_dir)
     else:
-        req = commands.make_request(args)
-        report = commands.do_run(req, Path(args.input), Path(args.output), out_dir, args.jobs)
+        req, target = commands.remote_target(commands.make_request(args), args)
+        report = commands.do_run(req, Path(args.input), Path(args.output), out_dir, args.jobs, target)
     emit(report, args.json, human_run(report))
 
 
@@ -256,7 +275,10 @@ def do_validate(plan) -> None:
     from .validate import human_table, validate
     args = plan.runs[plan.selected]
     build = commands.image_builder(plan) if plan.image else None
-    report = validate(commands.make_request(args), Path(args.data), args.per_layer, args.jobs, build=build)
+    req, target = commands.remote_target(commands.make_request(args), args)
+    if target is not None and build is not None:
+        raise UsageError("--port/--place run one model's serial harness, not a firmware image of several models")
+    report = validate(req, Path(args.data), args.per_layer, args.jobs, build=build, target=target)
     emit(report, args.json, human_table(report))
 
 

@@ -200,7 +200,7 @@ def do_run_in_image(plan, input_path: Path, output_path: Path, out_dir: Path | N
     write_outputs(output_path, [t["name"] for t in model["outputs"]], result["outputs"])
     report = summary_of_image(info)
     report.update({"model": model["name"], "samples": len(samples), "outputs": str(output_path.resolve())})
-    report.update(instruction_summary(result.get("instructions")))
+    report.update(instruction_summary(result.get("instructions"), result.get("instructions_note")))
     if out_dir is None:
         report.pop("artifacts", None)
         report.pop("out_dir", None)
@@ -208,9 +208,15 @@ def do_run_in_image(plan, input_path: Path, output_path: Path, out_dir: Path | N
 
 
 def run_samples(board: Board, info: dict, samples: list, progress: bool, layers: bool = False,
-                timing: bool = False) -> dict:
+                timing: bool = False, target=None) -> dict:
     """Outputs per sample (and, for debug builds with layers=True, each layer's raw output);
-    timing=True: also `times_ns` of repeated runs (host, and the Linux boards' harnesses)."""
+    timing=True: also `times_ns` of repeated runs (host, and the Linux boards' harnesses).
+    `target` (remote_target()): a board reached over a serial port or in a labgrid farm,
+    running the serial test harness that `info` was built with."""
+    if target is not None:
+        if layers:
+            raise UsageError("per-layer dumps need the semihosting harness under QEMU: not with --port or --place")
+        return target.run(board, info, samples, progress)
     if board.kind == "shared_library" and board.get("arch", "") == "x86_64":
         from .runners.host import run_host
         return run_host(Path(info["artifacts"]["so"]), samples, progress, layers, timing)
@@ -225,6 +231,31 @@ def run_samples(board: Board, info: dict, samples: list, progress: bool, layers:
     return run_on_qemu_user(board, info, samples, progress, timing)
 
 
+def remote_target(req: CompileRequest, args) -> tuple[CompileRequest, object | None]:
+    """--port (a serial device or pyserial URL; --flash-port where the ROM bootloader listens
+    elsewhere) or --place (labgrid places, repeatable; --coordinator): the request for the
+    board's serial harness and where to run it. Neither: (req, None), the board's own runner."""
+    port, places = getattr(args, "port", None), list(getattr(args, "place", None) or [])
+    if not port and not places:
+        if getattr(args, "flash_port", None):
+            raise UsageError("--flash-port goes with --port")
+        return req, None
+    if port and places:
+        raise UsageError("--port and --place both name the board: give one of them")
+    from dataclasses import replace
+    from .boards import serial_harness_board
+    board = serial_harness_board(req.board)
+    baud = int(board.get("console.baud", board.get("flash.default_baud", 115200)))
+    if port:
+        from .runners.serial_harness import SerialTarget
+        return replace(req, board=board), SerialTarget(port, getattr(args, "flash_port", None), baud)
+    if getattr(args, "flash_port", None):
+        raise UsageError("--flash-port goes with --port, not --place (the place's serial port is used)")
+    from .runners.labgrid_farm import FarmTarget, require_labgrid
+    require_labgrid()  # before the build: a missing package is one line, at once
+    return replace(req, board=board), FarmTarget(tuple(places), getattr(args, "coordinator", None), baud)
+
+
 def summary_of_build(info: dict) -> dict:
     keys = ("name", "board", "profile", "precision", "arena_bytes", "flash_bytes", "ram_bytes", "weight_bytes",
             "artifacts", "out_dir", "size", "fits", "float_layers", "int16_layers", "cuda", "plugin_kernels", "fallbacks")
@@ -235,23 +266,27 @@ def input_graph(req: CompileRequest):
     return load_model(req.model, req.profile, req.board, req.input_shapes)
 
 
-def do_run(req: CompileRequest, input_path: Path, output_path: Path, out_dir: Path | None, jobs: int) -> dict:
+def do_run(req: CompileRequest, input_path: Path, output_path: Path, out_dir: Path | None, jobs: int,
+           target=None) -> dict:
     """Build, run every sample of --input, write --output; with -o DIR keep the build there and
-    rewrite its report with the per-layer profile (QEMU boards that profile layers)."""
+    rewrite its report with the per-layer profile (QEMU boards that profile layers).
+    `target`: run on a board over serial or in a farm (remote_target())."""
     require_file(input_path, "--input")
     samples = load_samples(input_path, input_graph(req), "input data")
     with tempfile.TemporaryDirectory(prefix="cuvil-run-") as tmp:
         info = do_build(req, out_dir or Path(tmp) / "project", jobs)
-        result = run_samples(req.board, info, samples, sys.stderr.isatty(), timing=True)
+        result = run_samples(req.board, info, samples, sys.stderr.isatty(), timing=True, target=target)
     output_path.parent.mkdir(parents=True, exist_ok=True)
     write_outputs(output_path, [t["name"] for t in info["outputs"]], result["outputs"])
     report = summary_of_build(info)
     report.update({"samples": len(samples), "outputs": str(output_path.resolve())})
-    report.update(instruction_summary(result.get("instructions")))
+    report.update(instruction_summary(result.get("instructions"), result.get("instructions_note")))
+    report.update(remote_summary(result))
     report.update(timing_summary(result.get("times_ns") or [], result.get("timing_note", "")))
     if result.get("layer_instructions"):  # per-layer profile (firmware built with -D<NAME>_PROFILE)
         from .runners.firmware import layer_table
-        report.update(profile_of_run(req, info, result["layer_instructions"][0], report["instructions"]))
+        report.update(profile_of_run(req, info, result["layer_instructions"][0], report["instructions"],
+                                     result.get("instructions_note")))
         print(layer_table(report), file=sys.stderr)
         if out_dir is not None:
             report["report_html"] = rewrite_report_with_profile(info, Path(info["out_dir"]), report["layers"])
@@ -261,8 +296,11 @@ def do_run(req: CompileRequest, input_path: Path, output_path: Path, out_dir: Pa
     return report
 
 
-def instruction_summary(counts: list | None) -> dict:
-    """Guest instructions per inference on QEMU firmware boards (empty elsewhere)."""
+QEMU_ICOUNT_NOTE = "guest instructions under QEMU -icount shift=0 (not cycles on silicon)"
+
+
+def instruction_summary(counts: list | None, note: str | None = None) -> dict:
+    """Guest instructions per inference on QEMU boards that count them (empty elsewhere)."""
     if counts is None:
         return {}
     counts = [int(c) for c in counts]
@@ -270,7 +308,21 @@ def instruction_summary(counts: list | None) -> dict:
     # (counts vary a little with the data: clamps and max-pooling branch)
     return {"instructions": counts[0], "instructions_median": int(np.median(counts)),
             "instructions_min": min(counts), "instructions_max": max(counts), "instructions_per_sample": counts,
-            "instructions_note": "guest instructions under QEMU -icount shift=0 (not cycles on silicon)"}
+            "instructions_note": note or QEMU_ICOUNT_NOTE}
+
+
+def remote_summary(result: dict) -> dict:
+    """What a run over the serial harness adds: cycles per sample (DWT, on silicon), the frames
+    sent again, the labgrid places and their shards."""
+    report = {}
+    if result.get("cycles") is not None:
+        counts = [int(c) for c in result["cycles"]]
+        report.update({"cycles": counts[0], "cycles_median": int(np.median(counts)), "cycles_per_sample": counts,
+                       "cycles_note": "processor cycles (DWT CYCCNT) on the board"})
+    for key in ("resent_frames", "places"):
+        if key in result:
+            report[key] = result[key]
+    return report
 
 
 def timing_summary(times_ns: list[int], note: str) -> dict:
@@ -281,10 +333,11 @@ def timing_summary(times_ns: list[int], note: str) -> dict:
             "timing_note": note}
 
 
-def profile_of_run(req: CompileRequest, info: dict, counts: dict[int, int], instructions: int) -> dict:
+def profile_of_run(req: CompileRequest, info: dict, counts: dict[int, int], instructions: int,
+                   note: str | None = None) -> dict:
     from .compiler import frontend_and_passes
     from .runners.firmware import layer_macs, layer_profile
-    return layer_profile(info, counts, layer_macs(frontend_and_passes(req)), instructions)
+    return layer_profile(info, counts, layer_macs(frontend_and_passes(req)), instructions, note)
 
 
 def rewrite_report_with_profile(info: dict, out_dir: Path, layers: list[dict]) -> str:
@@ -349,6 +402,7 @@ def example_accuracy(board: Board, info: dict) -> dict:
     report = {"samples": len(samples), "accuracy": accuracy}
     if result.get("instructions") is not None:
         report["instructions"] = int(np.median(result["instructions"]))  # median over the test set
+        report["instructions_note"] = result.get("instructions_note") or QEMU_ICOUNT_NOTE
     return report
 
 

@@ -31,6 +31,15 @@ def check_runnable(board: Board, what: str) -> None:
                          f"({board.get('run.how', 'no run command')})")
 
 
+def check_remote(board: Board, args: argparse.Namespace) -> None:
+    """--port/--place: a board with a serial harness, no per-layer dumps (they need semihosting)."""
+    if not board.get("firmware.serial_harness_template"):
+        from .boards import serial_harness_board
+        serial_harness_board(board)  # the UsageError that names the boards that have one
+    if getattr(args, "per_layer", False):
+        raise UsageError("--per-layer needs the semihosting harness under QEMU: not with --port or --place")
+
+
 def check_output_file(path: str) -> None:
     """--output is a file: refuse a folder before the build, not when writing the outputs."""
     if Path(path).is_dir():
@@ -66,7 +75,10 @@ def check_options(args: argparse.Namespace) -> None:
         if args.model:
             raise UsageError("--run runs the bundled example; use `cuvil-sdk run` for your own model")
         check_runnable(board, "build --run")
-    if args.command in ("run", "validate"):
+    remote = getattr(args, "port", None) or getattr(args, "place", None)
+    if args.command in ("run", "validate") and remote:
+        check_remote(board, args)
+    elif args.command in ("run", "validate"):
         check_runnable(board, args.command)
     if args.command == "run":
         check_output_file(args.output)

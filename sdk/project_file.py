@@ -66,6 +66,14 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("data", "data", "string", path=True, commands=("validate",), help="validate: inputs x and labels y"),
     Key("per-layer", "per_layer", "boolean", commands=("validate",), default=False,
         help="validate: compare every layer too"),
+    Key("port", "port", "string", project_only=True, commands=("run", "validate"),
+        help="run/validate on the board at this serial port (device or pyserial URL)"),
+    Key("flash-port", "flash_port", "string", project_only=True, commands=("run", "validate"),
+        help="the board's ROM bootloader port, where it is not `port`"),
+    Key("place", "place", "strings", project_only=True, commands=("run", "validate"),
+        help="run/validate on the boards of these labgrid places"),
+    Key("coordinator", "coordinator", "string", project_only=True, commands=("run", "validate"),
+        help="the labgrid coordinator HOST:PORT"),
     Key("out-dir", "out_dir", "string", path=True, project_only=True, help="output folder"),
     Key("jobs", "jobs", "integer", project_only=True, default=os.cpu_count() or 1, help="parallel compile jobs"),
     Key("image", "image", "string", project_only=True, default="firmware",
@@ -342,6 +350,10 @@ calib = "calib.npy"          # calibration samples (.npy/.npz), or "random" (not
 # output = "y.npz"           # ... and the outputs file it writes
 # data = "test.npz"          # `cuvil-sdk validate`: inputs x and labels y
 # per-layer = false          # `cuvil-sdk validate`: compare every layer's output too
+# port = "/dev/ttyACM0"      # run/validate on the board at this serial port (docs/farm.md) ...
+# flash-port = "/dev/ttyUSB0"  # ... flashed through its ROM bootloader here, where that is another port
+# place = ["a", "b"]         # or on the boards of these labgrid places, sharing the samples out
+# coordinator = "127.0.0.1:20408"  # the labgrid coordinator (default: LG_COORDINATOR)
 
 # [[models]]
 # model = "second.onnx"

@@ -83,10 +83,11 @@ def load_validation_data(path: Path, g) -> tuple[list[dict], np.ndarray | None, 
     return samples, labels, next(iter(arrays.values()))
 
 
-def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=None) -> dict:
+def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=None, target=None) -> dict:
     """`build`: a function (folder -> the model's build info) that builds the artifact the model
-    runs in (a multi-model firmware image: commands.image_builder); default: the model alone."""
-    from .commands import do_build, input_graph, run_samples
+    runs in (a multi-model firmware image: commands.image_builder); default: the model alone.
+    `target`: a board over a serial port or in a labgrid farm (commands.remote_target())."""
+    from .commands import do_build, input_graph, remote_summary, run_samples
     require_file(data, "--data")
     if data.suffix != ".npz":
         raise ModelError(f"validation data '{data.name}' must be a .npz with 'x' (or input names) and optional 'y'")
@@ -99,7 +100,7 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=
     reference = float_reference(req, g, samples, per_layer)
     with tempfile.TemporaryDirectory(prefix="cuvil-validate-") as tmp:
         info = build(Path(tmp) / "project") if build else do_build(req, Path(tmp) / "project", jobs)
-        result = run_samples(req.board, info, samples, sys.stderr.isatty())
+        result = run_samples(req.board, info, samples, sys.stderr.isatty(), target=target)
         layers = per_layer_table(req, samples, jobs, Path(tmp)) if per_layer else None
     report = {"board": req.board.name, "profile": req.profile.name, "precision": info["precision"],
               "samples": len(samples), "outputs": {}, "warnings": warnings,
@@ -113,6 +114,9 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=
             report["float_accuracy"] = float((ref.reshape(len(ref), -1).argmax(1) == labels).mean())
     if layers is not None:
         report["layers"] = layers
+    if result.get("instructions") is not None:  # QEMU boards: guest instructions per inference
+        report["instructions_per_sample"] = [int(c) for c in result["instructions"]]
+    report.update(remote_summary(result))
     return report
 
 
@@ -166,6 +170,14 @@ def human_table(report: dict) -> str:
         lines.append(f"  layers with int16 activations (16x8): {', '.join(report['int16_layers'])}")
     if "accuracy" in report:
         lines.append(f"  accuracy: ours {report['accuracy']:.2%}, float model {report['float_accuracy']:.2%}")
+    for unit in ("instructions", "cycles"):
+        counts = report.get(f"{unit}_per_sample")
+        if counts:
+            lines.append(f"  {unit} per inference: median {int(np.median(counts))} (min {min(counts)}, "
+                         f"max {max(counts)}) over {len(counts)} samples")
+    for place in report.get("places", []):
+        lines.append(f"  place {place['place']}: samples {place['first_sample']}-"
+                     f"{place['first_sample'] + place['samples'] - 1}")
     if "layers" in report:
         lines.append(f"  {'#':>3} {'op':18} {'kernel':18} {'cosine':>8} {'rel L2':>8}  tensor")
         for l in report["layers"]:

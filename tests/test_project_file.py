@@ -263,3 +263,14 @@ def test_python_api_refuses_unknown_options_and_keeps_the_cli_messages(tmp_path)
         cuvil_sdk.build(tmp_path / "missing.onnx", board="host", calib=np.zeros((2, 1, 8, 8), np.float32),
                         out_dir=tmp_path / "out")
     assert cuvil_sdk.BuildResult.__name__ == "BuildResult"
+
+
+def test_the_farm_keys_reach_run_and_validate(tmp_path, monkeypatch):
+    project(tmp_path, 'model = "m.onnx"\nboard = "cortex-m7-app"\nprofile = "lite"\nplace = ["a", "b"]\n'
+                      'coordinator = "127.0.0.1:9"\n')
+    args = plan(tmp_path, monkeypatch, "validate", "--data", "d.npz").runs[0]
+    assert args.place == ["a", "b"] and args.coordinator == "127.0.0.1:9" and args.port is None
+    project(tmp_path, 'model = "m.onnx"\nboard = "cortex-m7-app"\nprofile = "lite"\nport = "/dev/ttyACM0"\n'
+                      'flash-port = "/dev/ttyUSB0"\n')
+    args = plan(tmp_path, monkeypatch, "run", "--input", "x.npy", "--output", "y.npz", "--port", "/dev/ttyACM1").runs[0]
+    assert args.port == "/dev/ttyACM1" and args.flash_port == "/dev/ttyUSB0"  # the command line wins

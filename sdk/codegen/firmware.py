@@ -38,7 +38,8 @@ def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any],
       inputs   list of {"index": i}, in model order;
       outputs  list of {"index": i}, in model order;
       int8     True: int8 outputs in output.bin; False: float32 run and outputs.
-    The board adds `instructions_per_tick` (key firmware.instructions_per_tick).
+    The board adds `instructions_per_tick` (key firmware.instructions_per_tick) and, where it has
+    a serial harness (key firmware.serial_counter), `proto`: serial_protocol.c_context().
     Returns paths relative to out_dir of the C sources added ("src/harness.c"); the linker
     script is not a source, the SConscript finds it at src/linker.ld.
     An image of several models renders the board's `firmware.multi_harness_template` instead
@@ -51,6 +52,9 @@ def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any],
     (Path(out_dir) / LINKER_SCRIPT).write_text(linker.render(linker_context(board)))
     harness_context = dict(context)
     harness_context["instructions_per_tick"] = int(board.get("firmware.instructions_per_tick", 1))
+    if board.get("firmware.serial_counter"):  # a board with the serial harness: the protocol's constants
+        from ..runners.serial_protocol import c_context
+        harness_context.update(c_context(str(board.get("firmware.serial_counter"))))
     harness = env.get_template(board.get(harness_key, "harness.c.j2"))
     (Path(out_dir) / HARNESS_SOURCE).write_text(harness.render(harness_context))
     return [HARNESS_SOURCE]

@@ -56,6 +56,10 @@ def fc(c: KernelCall, node, g, options) -> Answer:
 
 
 
+def matmul(c: KernelCall, node, g, options) -> Answer:
+    return launch(c.kernel, c.args, c["batch"] * c["m"] * c["n"])
+
+
 def pool(c: KernelCall, node, g, options) -> Answer:
     a = c.args
     return launch(c.kernel, a, a["n"] * a["oh"] * a["ow"] * a["c"])
@@ -66,6 +70,16 @@ def per(field: str) -> Callable[..., Answer]:
     def rule(c: KernelCall, node, g, options) -> Answer:
         return launch(c.kernel, c.args, c.args[field])
     return rule
+
+
+def reduction(c: KernelCall, node, g, options) -> Answer:
+    """One thread per output value of a [d0][d1][d2][d3] reduction (r_k = 1: axis k reduced)."""
+    return launch(c.kernel, c.args, _prod(1 if c[f"r{i}"] else c[f"d{i}"] for i in range(4)))
+
+
+def lines(c: KernelCall, node, g, options) -> Answer:
+    """One thread per line along the axis of a [rows][cols][inner] tensor (softmax)."""
+    return launch(c.kernel, c.args, c["rows"] * c["inner"])
 
 
 def concat(c: KernelCall, node, g, options) -> Answer:
@@ -93,14 +107,20 @@ class Cuda(KernelSet):
         "conv2d_s8": conv, "conv2d_f32": conv, "conv2d_s16": conv,
         "convtranspose2d_s8": conv, "convtranspose2d_f32": conv,
         "fc_s8": fc, "fc_f32": fc, "fc_s16": fc,
+        "matmul_s8": matmul, "matmul_f32": matmul,
+        "lstm_s8": per("batch"), "lstm_f32": per("batch"), "gru_s8": per("batch"), "gru_f32": per("batch"),
         "add_s8": per_4d("d"), "add_f32": per_4d("d"), "mul_s8": per_4d("d"), "mul_f32": per_4d("d"),
         "maxpool_s8": pool, "maxpool_f32": pool, "avgpool_s8": pool, "avgpool_f32": pool,
         "lut_s8": per("count"), "activation_f32": per("count"),
         "quantize_f32_s8": per("count"), "dequantize_s8_f32": per("count"),
         "requant_s16_s8": per("count"), "requant_s8_s16": per("count"),
-        "softmax_s8": per("rows"), "softmax_f32": per("rows"),
+        "softmax_s8": lines, "softmax_f32": lines, "logsoftmax_s8": lines,
         "concat_s8": concat, "concat_f32": concat,
         "pad_s8": per_4d("o"), "pad_f32": per_4d("o"),
         "transpose_s8": per_4d("o"), "transpose_f32": per_4d("o"),
         "copy": copy,
+        "binary_f32": per_4d("d"), "div_s8": per_4d("d"), "lut2_s8": per_4d("d"), "minmax_s8": per_4d("d"),
+        "prelu_s8": per_4d("d"),
+        "reduce_f32": reduction, "reduce_s8": reduction, "norm_f32": per("rows"), "norm_s8": per("rows"),
+        "norm_stats_f32": per("rows"),
     }

@@ -90,8 +90,9 @@ def select_kernel(c: KernelCall, node, g: Graph, kernel_sets: list[str], options
             reasons.append(f"{set_name}: no {set_name} kernel for {c.kernel}")
         elif answer is not None:
             return answer if isinstance(answer, list) else [answer]
-    if reasons:
-        fallbacks.append(Fallback(node.name, node.op, c.kernel, "; ".join(reasons)))
+    fallback = Fallback(node.name, node.op, c.kernel, "; ".join(reasons))
+    if reasons and fallback not in fallbacks:  # a layer of several calls of one kernel is said once
+        fallbacks.append(fallback)
     return [c]
 
 

@@ -1,11 +1,13 @@
 """One module per op family. Importing this package registers every op once."""
 from . import (  # noqa: F401  (imported for registration)
     activation,
+    binary_math,
     conv,
     conv_transpose,
     elementwise,
     qdq,
     gemm,
+    recurrent,
     normalization,
     pool,
     reduce,

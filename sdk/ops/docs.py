@@ -9,7 +9,9 @@ def render() -> str:
              "do not edit.", "", "| op | int8 rule | notes |", "|---|---|---|"]
     for name in supported_ops():
         op = REGISTRY[name]
-        if op.alias:
+        if op.int8_rule:
+            rule = op.int8_rule
+        elif op.alias:
             rule = "alias (no code)"
         elif op.output_qparams == "same":
             rule = "keeps input scale"

@@ -91,6 +91,7 @@ class Binary(OpDef):
 class Add(Binary):
     op_type = "Add"
     summary = "element-wise sum with broadcasting (up to 4-D)"
+    int8_rule = "both operands rescaled by 21-bit multipliers, summed in int32, one rounding"
 
     def run_float(self, node, g, xs):
         return [apply_fused_float(node, (xs[0] + xs[1]).astype(np.float32))]
@@ -122,6 +123,7 @@ class Add(Binary):
 class Mul(Binary):
     op_type = "Mul"
     summary = "element-wise product with broadcasting (up to 4-D)"
+    int8_rule = "product of the zero-point-corrected operands, requantized"
 
     def run_float(self, node, g, xs):
         return [apply_fused_float(node, (xs[0] * xs[1]).astype(np.float32))]

@@ -1,4 +1,4 @@
-"""Fully connected ops: Gemm and MatMul with a constant weight.
+"""Fully connected ops: Gemm and MatMul with a constant weight (MatMul of two activations: ops/matmul.py).
 
 Both compute Y[r, n] = sum_k A[r, k] * W[n, k] + bias[n] over the rows r of A (every
 leading dimension of a MatMul input is a row). The int8 rule is the one of Conv
@@ -12,6 +12,7 @@ from ..ir import Graph, Node
 from ..quant.requant import clamp_to, requant
 from ..codegen.kernel_api import call
 from .common import Weight, apply_fused_float, const_input, float_bounds, io_args, optional_input, require
+from . import matmul
 from .conv import quantize_weighted
 from .registry import OpDef, register
 
@@ -121,41 +122,55 @@ class Gemm(FullyConnected):
 
 @register
 class MatMul(FullyConnected):
+    """A constant B is a fully connected layer (the rule above); a B computed by the model
+    is the MatMul of two activations of ops/matmul.py."""
     op_type = "MatMul"
-    summary = ("A @ B with a constant B (A of any rank; a B of another rank than 2 is made 2-D by "
-               "passes/matmul.py, batched Bs as one block-diagonal weight)")
+    summary = ("A @ B of any rank (numpy.matmul broadcasting); a constant 2-D B is a fully connected layer, a "
+               "constant B of another rank is made one by passes/matmul.py")
+    int8_rule = ("requantized; constant B: per-channel int8 weights, int32 bias; two activations: int32 sum of "
+                 "(a - za)(b - zb), one requantization")
+
+    @staticmethod
+    def weighted(node: Node, g: Graph) -> bool:
+        return g.const(node.inputs[1]) is not None
+
+    @staticmethod
+    def fully_connected(node: Node, g: Graph) -> bool:
+        """A constant 2-D B: the fully connected rule (passes/matmul.py makes every constant B 2-D)."""
+        b = g.const(node.inputs[1])
+        return b is not None and b.ndim == 2
 
     def check(self, node, g):
-        b = const_input(g, node, 1, "B (a MatMul weight)")
-        require(g.tensors[node.inputs[0]].shape[-1] == b.shape[-2 if b.ndim > 1 else 0], node,
-                "inner dimensions differ")
-        try:
-            self.infer(node, g)
-        except ValueError:
-            require(False, node, f"batch dimensions of {g.tensors[node.inputs[0]].shape} and {b.shape} do not "
-                                 f"broadcast")
+        require(len(node.inputs) == 2, node, "needs two inputs")
+        if not self.fully_connected(node, g):
+            require(g.const(node.inputs[0]) is None, node, "a constant A with a computed B is not supported")
+            matmul.matmul_geometry(node, g)
+            return
+        b = g.const(node.inputs[1])
+        require(g.tensors[node.inputs[0]].shape[-1] == b.shape[0], node, "inner dimensions differ")
 
     def out_axis(self, node):
         return 1
 
     def infer(self, node, g):
-        a, b = g.tensors[node.inputs[0]].shape, g.const(node.inputs[1]).shape
-        return [matmul_shape(a, b)]
+        if not self.fully_connected(node, g):
+            return [matmul.infer(node, g)]
+        return [tuple(g.tensors[node.inputs[0]].shape[:-1]) + (g.const(node.inputs[1]).shape[1],)]
+
+    def macs(self, node, g):
+        return super().macs(node, g) if self.fully_connected(node, g) else matmul.macs(node, g)
 
     def run_float(self, node, g, xs):
-        b = g.const(node.inputs[1])
-        if b.ndim == 2:
+        if self.fully_connected(node, g):
             return super().run_float(node, g, xs)
-        y = np.matmul(xs[0].astype(np.float64), b.astype(np.float64))  # the ONNX definition (before passes.matmul)
-        return [apply_fused_float(node, y.astype(np.float32))]
+        b = g.const(node.inputs[1])  # a constant B of another rank, before passes/matmul.py
+        return [matmul.run_float(node, [xs[0], xs[1] if b is None else b])]
 
+    def quantize(self, node, g):
+        return super().quantize(node, g) if self.weighted(node, g) else matmul.quantize(node, g)
 
-def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """numpy.matmul's output shape (1-D operands get a dimension that is removed again)."""
-    a2, b2 = (1,) + tuple(a) if len(a) == 1 else tuple(a), tuple(b) + (1,) if len(b) == 1 else tuple(b)
-    out = tuple(np.broadcast_shapes(a2[:-2], b2[:-2])) + (a2[-2], b2[-1])
-    if len(b) == 1:
-        out = out[:-1]
-    if len(a) == 1:
-        out = out[:-2] + out[-1:] if len(b) > 1 else out[:-1]
-    return out
+    def run_int(self, node, g, xs):
+        return super().run_int(node, g, xs) if self.weighted(node, g) else [matmul.run_int(node, xs)]
+
+    def lower(self, node, g, precision):
+        return super().lower(node, g, precision) if self.weighted(node, g) else matmul.lower(node, g, precision)

@@ -1,52 +1,189 @@
-"""Reductions: ReduceMean over the spatial axes of a 4-D tensor, the global average pooling
-that PyTorch's exporter writes for `adaptive_avg_pool2d(x, 1)` and `x.mean([2, 3])`.
+"""Reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceSumSquare,
+ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp over any axes: an attribute before opset
+18 (13 for ReduceSum), a constant input after; keepdims; noop_with_empty_axes.
 
-The rewrite pass (passes/reduce_mean.py) turns it into GlobalAveragePool (plus a Flatten for
-keepdims=0) before quantization, so it runs on the pooling kernels of every set. Other
-reductions are refused by `check`, with the axes named.
+ReduceMean over the spatial axes (2, 3) of a 4-D tensor, PyTorch's global average pool, is
+rewritten by passes/reduce_mean.py into GlobalAveragePool (plus a Flatten for keepdims=0):
+the pooling kernels of every set and their int8 rule. Every other reduction runs on
+reduce_f32 / reduce_s8: the input seen as at most 4 dimensions (adjacent axes of the same
+kind merged, size-1 axes dropped), each either kept or reduced.
+
+int8 rules (integer sums, the one rounding rule): with x - zx the zero-point-corrected input,
+- Sum, Mean: acc = sum(x - zx) (int32), y = zy + requant(acc, sx/sy), Mean with sx/(sy*n);
+- Max, Min: acc = max or min of (x - zx), requantized by sx/sy;
+- L1: acc = sum |x - zx|, by sx/sy; SumSquare: acc = sum (x - zx)^2, by sx^2/sy;
+- L2: acc = sum (x - zx)^2, y = quantize(sqrtf((float)acc), sy/sx, zy): one correctly rounded
+  float32 square root and the boundary's quantization, identical on every IEEE target.
+Accumulators stay in int32: at most 33025 reduced values for a squared sum, 8421504 for the
+others. ReduceProd, ReduceLogSum
+and ReduceLogSumExp have no int8 rule (float builds only).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..codegen.kernel_api import call
 from ..ir import Graph, Node
-from .common import require
+from ..quant.requant import clamp_int8, quantize_float, quantize_multiplier, requant
+from .common import io_args, qparams_of, require
 from .registry import OpDef, register
 
 SPATIAL = (2, 3)
+MAX_GROUPS = 4
+CODES = {"ReduceSum": 0, "ReduceMean": 1, "ReduceMax": 2, "ReduceMin": 3, "ReduceProd": 4, "ReduceSumSquare": 5,
+         "ReduceL1": 6, "ReduceL2": 7, "ReduceLogSum": 8, "ReduceLogSumExp": 9}
+FLOAT_ONLY = {"ReduceProd", "ReduceLogSum", "ReduceLogSumExp"}
+SQUARED = {"ReduceSumSquare", "ReduceL2"}
+SQUARED_MAX_COUNT = (2**31 - 1) // (255 * 255)
+SUM_MAX_COUNT = (2**31 - 1) // 255
 
 
 def reduce_axes(node: Node, g: Graph, rank: int) -> tuple[int, ...] | None:
-    """The reduced axes, normalised (attribute before opset 18, a constant input after);
-    None when they are a run-time input."""
+    """The reduced axes, normalised and sorted (attribute before opset 18, a constant input
+    after; none given: every axis, or none with noop_with_empty_axes). None when the axes
+    are a run-time input."""
     if len(node.inputs) > 1 and node.inputs[1]:
         axes = g.const(node.inputs[1])
         if axes is None:
             return None
         values = [int(a) for a in axes.reshape(-1)]
     else:
-        values = [int(a) for a in node.attrs.get("axes", range(rank))]
-    return tuple(sorted(a + rank if a < 0 else a for a in values))
+        values = [int(a) for a in node.attrs.get("axes", [])]
+    if not values:
+        return () if node.attrs.get("noop_with_empty_axes", 0) else tuple(range(rank))
+    require(all(-rank <= a < rank for a in values), node, f"axes {values} are out of range for a {rank}-D input")
+    return tuple(sorted({a + rank if a < 0 else a for a in values}))
 
 
-@register
-class ReduceMean(OpDef):
-    op_type = "ReduceMean"
-    summary = "mean over the spatial axes (2, 3) of a 4-D tensor, keepdims 0 or 1 (global average pooling)"
-    defaults = {"keepdims": 1, "noop_with_empty_axes": 0}
+def is_spatial_mean(node: Node, g: Graph) -> bool:
+    """ReduceMean over H, W of a 4-D tensor: the global average pool of passes/reduce_mean.py."""
+    if node.op != "ReduceMean":
+        return False
+    rank = len(g.tensors[node.inputs[0]].shape)
+    return rank == 4 and reduce_axes(node, g, rank) == SPATIAL
 
-    def check(self, node: Node, g: Graph) -> None:
-        rank = len(g.tensors[node.inputs[0]].shape)
-        axes = reduce_axes(node, g, rank)
-        require(axes is not None, node, "the axes must be a constant")
-        require(rank == 4 and axes == SPATIAL, node,
-                f"only the mean over the spatial axes (2, 3) of a 4-D tensor is supported (axes {list(axes)} "
-                f"of a {rank}-D tensor)")
 
-    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
-        n, c, _, _ = g.tensors[node.inputs[0]].shape
-        return [(n, c, 1, 1) if self.attr(node, "keepdims") else (n, c)]
+def reduce_groups(shape: tuple[int, ...], axes: tuple[int, ...]) -> list[tuple[int, bool]] | None:
+    """The input as (size, reduced) groups: size-1 axes dropped, neighbours of the same kind
+    merged, padded in front to 4 groups; None when more than 4 groups remain."""
+    groups: list[tuple[int, bool]] = []
+    for i, d in enumerate(shape):
+        if d == 1:
+            continue
+        reduced = i in axes
+        if groups and groups[-1][1] == reduced:
+            groups[-1] = (groups[-1][0] * d, reduced)
+        else:
+            groups.append((d, reduced))
+    if len(groups) > MAX_GROUPS:
+        return None
+    return [(1, False)] * (MAX_GROUPS - len(groups)) + groups
 
-    def run_float(self, node, g, xs):
-        y = xs[0].astype(np.float64).mean(axis=SPATIAL, keepdims=bool(self.attr(node, "keepdims")))
-        return [y.astype(np.float32)]
+
+def float_reduce(op: str, x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
+    x = x.astype(np.float64)
+    kw = {"axis": axes, "keepdims": keepdims}
+    if op == "ReduceLogSumExp":
+        if not axes:
+            return x
+        m = x.max(axis=axes, keepdims=True)
+        y = m + np.log(np.exp(x - m).sum(**dict(kw, keepdims=True)))
+        return y if keepdims else y.squeeze(axis=axes)
+    functions = {
+        "ReduceSum": lambda: x.sum(**kw), "ReduceMean": lambda: x.mean(**kw), "ReduceMax": lambda: x.max(**kw),
+        "ReduceMin": lambda: x.min(**kw), "ReduceProd": lambda: x.prod(**kw),
+        "ReduceSumSquare": lambda: (x * x).sum(**kw), "ReduceL1": lambda: np.abs(x).sum(**kw),
+        "ReduceL2": lambda: np.sqrt((x * x).sum(**kw)), "ReduceLogSum": lambda: np.log(x.sum(**kw))}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return functions[op]()
+
+
+def int_accumulate(op: str, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """The integer accumulator of the int8 rule (x already zero-point corrected, int64)."""
+    if op in ("ReduceSum", "ReduceMean"):
+        return x.sum(axis=axes, keepdims=True)
+    if op == "ReduceMax":
+        return x.max(axis=axes, keepdims=True)
+    if op == "ReduceMin":
+        return x.min(axis=axes, keepdims=True)
+    if op == "ReduceL1":
+        return np.abs(x).sum(axis=axes, keepdims=True)
+    return (x * x).sum(axis=axes, keepdims=True)  # SumSquare, L2
+
+
+def make_reduce(op_type: str) -> type[OpDef]:
+    class Reduce(OpDef):
+        summary = "reduction over any constant axes, keepdims, noop_with_empty_axes"
+        int8_rule = ("none (float builds only)" if op_type in FLOAT_ONLY else
+                     "integer accumulation, then the requantization rule" + (
+                         " (square root in float32)" if op_type == "ReduceL2" else ""))
+        defaults = {"keepdims": 1, "noop_with_empty_axes": 0}
+
+        def axes(self, node: Node, g: Graph) -> tuple[int, ...]:
+            return reduce_axes(node, g, len(g.tensors[node.inputs[0]].shape))
+
+        def check(self, node, g):
+            shape = g.tensors[node.inputs[0]].shape
+            axes = self.axes(node, g)
+            require(axes is not None, node, "the axes must be a constant")
+            if not is_spatial_mean(node, g):
+                require(reduce_groups(shape, axes) is not None, node,
+                        f"reducing axes {list(axes)} of shape {list(shape)} alternates kept and reduced axes "
+                        f"more than {MAX_GROUPS} times")
+
+        def infer(self, node, g):
+            shape = g.tensors[node.inputs[0]].shape
+            axes = self.axes(node, g)
+            if self.attr(node, "keepdims"):
+                return [tuple(1 if i in axes else d for i, d in enumerate(shape))]
+            return [tuple(d for i, d in enumerate(shape) if i not in axes)]
+
+        def run_float(self, node, g, xs):
+            y = float_reduce(op_type, xs[0], self.axes(node, g), bool(self.attr(node, "keepdims")))
+            return [np.asarray(y).astype(np.float32)]
+
+        def macs(self, node, g):
+            return g.tensors[node.inputs[0]].size
+
+        def count(self, node, g) -> int:
+            shape = g.tensors[node.inputs[0]].shape
+            return int(np.prod([shape[a] for a in self.axes(node, g)], dtype=np.int64))
+
+        def quantize(self, node, g):
+            require(op_type not in FLOAT_ONLY, node, "has no int8 rule: build it with --precision fp32")
+            n = self.count(node, g)
+            limit, what = (SQUARED_MAX_COUNT, "squares") if op_type in SQUARED else (SUM_MAX_COUNT, "sums")
+            require(n <= limit, node, f"int8 {what} of {n} values overflow int32 (at most {limit})")
+            sx, zx = qparams_of(g, node.inputs[0])
+            sy, zy = qparams_of(g, node.outputs[0])
+            real = {"ReduceMean": sx / (sy * n), "ReduceSumSquare": sx * sx / sy}.get(op_type, sx / sy)
+            mult, shift = quantize_multiplier(real)
+            node.q = {"zx": zx, "zy": zy, "mult": mult, "shift": shift, "scale": float(np.float32(sy / sx))}
+
+        def run_int(self, node, g, xs):
+            q = node.q
+            acc = int_accumulate(op_type, xs[0].astype(np.int64) - q["zx"], self.axes(node, g))
+            if op_type == "ReduceL2":
+                y = quantize_float(np.sqrt(acc.astype(np.int32).astype(np.float32)), q["scale"], q["zy"])
+            else:
+                y = clamp_int8(requant(acc, q["mult"], q["shift"]) + q["zy"])
+            return [y.reshape(self.infer(node, g)[0])]
+
+        def lower(self, node, g, precision):
+            groups = reduce_groups(g.tensors[node.inputs[0]].shape, self.axes(node, g))
+            geometry = {f"d{i}": size for i, (size, _) in enumerate(groups)}
+            geometry.update({f"r{i}": int(reduced) for i, (_, reduced) in enumerate(groups)})
+            if precision == "int8":
+                q = node.q
+                return call("reduce_s8", **io_args(node), **geometry, code=CODES[op_type], zx=q["zx"],
+                            mult=q["mult"], shift=q["shift"], zy=q["zy"], scale=q["scale"])
+            return call("reduce_f32", **io_args(node), **geometry, code=CODES[op_type],
+                        count=self.count(node, g))
+
+    Reduce.op_type = op_type
+    Reduce.__name__ = op_type
+    return Reduce
+
+
+for _op in CODES:
+    register(make_reduce(_op))

@@ -19,6 +19,8 @@ class OpDef:
     op_type: str = ""
     defaults: dict[str, Any] = {}
     summary: str = ""
+    # The int8 rule in a few words, for SUPPORTED_OPS.md ("" = the generic rule of output_qparams).
+    int8_rule: str = ""
     # How the output's quantization parameters are chosen: "calibrated" from observed
     # ranges, or "same" as input 0 (data movement and max pooling do not rescale).
     output_qparams: str = "calibrated"

@@ -1,14 +1,15 @@
 """ReduceMean over the spatial axes of a 4-D tensor -> GlobalAveragePool (keepdims=1), or
 GlobalAveragePool + Flatten (keepdims=0): the same values, on the pooling kernels (and their
-int8 rule) of every kernel set. ops/reduce.py refuses every other ReduceMean."""
+int8 rule) of every kernel set. Every other reduction runs on the reduce kernels (ops/reduce.py)."""
 from __future__ import annotations
 
 from ..ir import Graph, Node
+from ..ops.reduce import is_spatial_mean
 
 
 def reduce_mean_to_global_pool(g: Graph) -> None:
     for node in list(g.nodes):
-        if node.op != "ReduceMean":
+        if not is_spatial_mean(node, g):
             continue
         at = g.nodes.index(node)
         n, c = g.tensors[node.inputs[0]].shape[:2]

@@ -41,7 +41,8 @@ def layer_macs(g) -> dict[str, int]:
     return {node.name: node_macs(node, g) for node in g.nodes}
 
 
-def layer_profile(info: dict, counts: dict[int, int], macs: dict[str, int], instructions: int) -> dict:
+def layer_profile(info: dict, counts: dict[int, int], macs: dict[str, int], instructions: int,
+                  note: str | None = None) -> dict:
     """The run report's per-layer profile of one sample: `layers` (index, name, op, kernel,
     MACs, guest instructions, instructions per MAC) in manifest order, and `layers_total`
     (`instructions` is the whole inference, marks and the copies of inputs and outputs
@@ -57,7 +58,7 @@ def layer_profile(info: dict, counts: dict[int, int], macs: dict[str, int], inst
     total = {"macs": total_macs, "instructions": instructions,
              "layers_instructions": sum(layer["instructions"] for layer in layers),
              "instructions_per_mac": round(instructions / total_macs, 3) if total_macs else None,
-             "note": PROFILE_NOTE}
+             "note": note or PROFILE_NOTE}
     return {"layers": layers, "layers_total": total}
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..boards import Board
 from ..errors import TargetError, ToolError
+from . import insn_count
 from .progress import Progress
 from .protocol import decode_outputs, encode_inputs, output_dtype, per_input_arrays, split_outputs
 
@@ -61,13 +62,18 @@ def _failure_line(stderr: str) -> str:
 
 def run_harness(board: Board, exe: Path, data: bytes, samples: int, bytes_per_sample: int,
                 timeout_s: float, progress: bool = False, work_dir: Path | None = None,
-                env: dict[str, str] | None = None) -> bytes:
-    """Run the harness on input.bin = data in work_dir (kept: it also holds timing.txt) or a
-    temporary folder, with `env` added to its environment; return output.bin."""
+                env: dict[str, str] | None = None, plugin: Path | None = None) -> bytes:
+    """Run the harness on input.bin = data in work_dir (kept: it also holds timing.txt, and with
+    the instruction-counting `plugin`, its records insn_marks.txt) or a temporary folder, with
+    `env` added to its environment; return output.bin."""
     exe = Path(exe)
     if not exe.is_file():
         raise ToolError(f"no harness executable at {exe} (the build did not make it)")
     command = qemu_user_command(board, exe)
+    if plugin is not None:
+        if work_dir is None:
+            raise ValueError("the plugin's records need a work_dir")
+        command = insn_count.with_plugin(command, plugin, Path(work_dir).resolve() / RECORDS)
     if work_dir is None:
         with tempfile.TemporaryDirectory(prefix="cuvil-qemu-user-") as tmp:
             return run_in(command, exe, Path(tmp), data, samples, bytes_per_sample, timeout_s, progress, env)
@@ -109,6 +115,7 @@ def run_in(command: list[str], exe: Path, work: Path, data: bytes, samples: int,
     return output.read_bytes()
 
 
+RECORDS = "insn_marks.txt"
 TIMING_REPEATS = 10  # timed runs of the last sample when `run` asks for a time per inference
 
 
@@ -118,18 +125,27 @@ def run_on_qemu_user(board: Board, info: dict, samples: list[dict[str, np.ndarra
     TIMING_REPEATS timed runs of the last sample: `times_ns`).
 
     Returns {"outputs": per sample {output name: float array shaped as the output,
-    dequantized for int8 builds}, "instructions": None, "raw": one (N, size) array per
-    output, int8 (or float32 for float builds)}."""
+    dequantized for int8 builds}, "raw": one (N, size) array per output, int8 (or float32 for
+    float builds), and on boards with an instruction-counting plugin (run.instruction_plugin)
+    "instructions" per sample and "layer_instructions" per sample {layer index: count}}."""
     data = encode_inputs(per_input_arrays(info, samples))
     dtype = output_dtype(info)
     sizes = [t["size"] for t in info["outputs"]]
     timeout = 30.0 + SECONDS_PER_SAMPLE * len(samples)
+    source = insn_count.plugin_source(board)
     with tempfile.TemporaryDirectory(prefix="cuvil-qemu-user-") as tmp:
+        work = Path(tmp)
+        plugin = insn_count.build_plugin(source, work) if source is not None else None
         output = run_harness(board, harness_path(info), data, len(samples), sum(sizes) * dtype.itemsize, timeout,
-                             progress, Path(tmp), {"CUVIL_TIMING_REPEATS": str(TIMING_REPEATS if timing else 0)})
-        timing = read_timing(Path(tmp) / "timing.txt")
+                             progress, work, {"CUVIL_TIMING_REPEATS": str(TIMING_REPEATS if timing else 0)}, plugin)
+        timing = read_timing(work / "timing.txt")
+        counts, layers = insn_count.per_sample(insn_count.read_records(work / RECORDS)) if plugin else (None, None)
+    if counts is not None and len(counts) != len(samples):
+        raise TargetError(f"the instruction counter saw {len(counts)} of {len(samples)} samples: was the library "
+                          f"built without -DCUVIL_INSN_MARKS?")
     raw = split_outputs(output, len(samples), sizes, dtype)
-    return {"outputs": decode_outputs(info, raw, len(samples)), "instructions": None, "raw": raw,
+    return {"outputs": decode_outputs(info, raw, len(samples)), "instructions": counts, "raw": raw,
+            "layer_instructions": layers, "instructions_note": insn_count.NOTE if counts is not None else None,
             "times_ns": timing, "timing_note": f"emulated time under {Path(board.get('run.command')[0]).name} "
                                                 f"on this host, not the speed of the board"}
 

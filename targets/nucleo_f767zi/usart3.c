@@ -1,17 +1,30 @@
 /* NUCLEO-F767ZI console: USART3 on PD8 (TX) / PD9 (RX), which the on-board ST-LINK/V2-1
- * bridges to its USB virtual COM port. Polled, transmit only, 115200 8N1; the same API as
+ * bridges to its USB virtual COM port. Polled transmit and receive, 115200 8N1; the same API as
  * the QEMU board's CMSDK UART driver (../cortex_m7/uart.h), so that the shared start-up
  * code and the demo harness print through it unchanged.
  *
  * Registers per the STM32F76x/77x reference manual (RM0410) and ST's stm32f767xx.h:
  * RCC AHB1ENR/APB1ENR clock gates, GPIO MODER/AFRH (PD8/PD9 alternate function 7 =
- * USART3), USART CR1/BRR/ISR/TDR. The clock is the reset default: HSI 16 MHz, AHB and
- * APB1 undivided, USART3 kernel clock = PCLK1 (RCC_DCKCFGR2.USART3SEL = 00). */
+ * USART3), USART CR1/BRR/ISR/ICR/RDR/TDR. The clock is the reset default: HSI 16 MHz, AHB
+ * and APB1 undivided, USART3 kernel clock = PCLK1 (RCC_DCKCFGR2.USART3SEL = 00). An image
+ * started by the ROM bootloader's GO (not from reset) inherits the bootloader's clock tree,
+ * so uart_init() first puts the system clock back on HSI with undivided buses.
+ *
+ * Not tried on hardware: CI builds this file (board_tests/test_nucleo.py) but no emulator
+ * models the STM32F767, so its receive path is the one part of the serial harness that the
+ * QEMU tests do not cover. */
 #include "uart.h"
 
 #define RCC_BASE 0x40023800u
 #define RCC_AHB1ENR (*(volatile uint32_t *)(RCC_BASE + 0x30u))
 #define RCC_APB1ENR (*(volatile uint32_t *)(RCC_BASE + 0x40u))
+#define RCC_CR (*(volatile uint32_t *)(RCC_BASE + 0x00u))
+#define RCC_CFGR (*(volatile uint32_t *)(RCC_BASE + 0x08u))
+#define RCC_DCKCFGR2 (*(volatile uint32_t *)(RCC_BASE + 0x90u))
+#define RCC_CR_HSION (1u << 0)
+#define RCC_CR_HSIRDY (1u << 1)
+#define RCC_CFGR_SWS_MASK (0x3u << 2)
+#define RCC_DCKCFGR2_USART3SEL_MASK (0x3u << 4)
 #define RCC_AHB1ENR_GPIODEN (1u << 3)
 #define RCC_APB1ENR_USART3EN (1u << 18)
 
@@ -29,7 +42,12 @@
 #define USART_CR1 (*(volatile uint32_t *)(USART3_BASE + 0x00u))
 #define USART_BRR (*(volatile uint32_t *)(USART3_BASE + 0x0Cu))
 #define USART_ISR (*(volatile uint32_t *)(USART3_BASE + 0x1Cu))
+#define USART_ICR (*(volatile uint32_t *)(USART3_BASE + 0x20u))
+#define USART_RDR (*(volatile uint32_t *)(USART3_BASE + 0x24u))
 #define USART_TDR (*(volatile uint32_t *)(USART3_BASE + 0x28u))
+#define ISR_ERRORS 0xFu /* PE, FE, NF, ORE */
+#define ISR_RXNE (1u << 5)
+#define ICR_ERRORS 0xFu /* PECF, FECF, NCF, ORECF */
 #define CR1_UE (1u << 0)
 #define CR1_RE (1u << 2)
 #define CR1_TE (1u << 3)
@@ -38,8 +56,21 @@
 #define PCLK1_HZ 16000000u /* HSI after reset */
 #define BAUD 115200u
 
+/* System clock back to HSI 16 MHz with AHB and APB1 undivided, as after reset. */
+static void clock_to_hsi(void)
+{
+    RCC_CR |= RCC_CR_HSION;
+    while ((RCC_CR & RCC_CR_HSIRDY) == 0u) {
+    }
+    RCC_CFGR = 0u; /* SW = HSI, no prescalers, no MCO */
+    while ((RCC_CFGR & RCC_CFGR_SWS_MASK) != 0u) {
+    }
+    RCC_DCKCFGR2 &= ~RCC_DCKCFGR2_USART3SEL_MASK; /* USART3 on PCLK1 */
+}
+
 void uart_init(void)
 {
+    clock_to_hsi();
     RCC_AHB1ENR |= RCC_AHB1ENR_GPIODEN;
     RCC_APB1ENR |= RCC_APB1ENR_USART3EN;
     (void)RCC_APB1ENR; /* read back: the clock is on before the first register access */
@@ -87,4 +118,29 @@ void uart_put_dec(uint32_t value)
     while (n > 0) {
         uart_putc(digits[--n]);
     }
+}
+
+/* Polled: the core does nothing else while a frame comes in (about 1400 clocks per byte at
+ * 16 MHz and 115200 baud). A line error (overrun, framing, noise, parity) is cleared and the
+ * byte kept: the frame's CRC-32 then fails and the host sends the frame again. */
+void uart_rx_begin(void)
+{
+    USART_ICR = ICR_ERRORS;
+}
+
+uint8_t uart_getc(void)
+{
+    for (;;) {
+        uint32_t isr = USART_ISR;
+        if ((isr & ISR_ERRORS) != 0u) {
+            USART_ICR = ICR_ERRORS;
+        }
+        if ((isr & ISR_RXNE) != 0u) {
+            return (uint8_t)USART_RDR;
+        }
+    }
+}
+
+void uart_rx_end(void)
+{
 }

@@ -14,23 +14,21 @@ import socket
 import threading
 
 
-class CutProxy:
-    def __init__(self, target_port: int, cut_after: int, timeout_s: float = 60.0) -> None:
-        self.target_port = target_port
-        self.cut_after = cut_after
-        self.timeout_s = timeout_s
-        self.forwarded = 0            # host-to-device bytes passed on
-        self.cut = threading.Event()  # set once the link was cut
+class ProxyServer:
+    """A listening socket on 127.0.0.1 and the thread that serves it (`_serve`, in a subclass);
+    a context manager: the thread starts on entry and is stopped and joined on exit."""
+
+    def __init__(self, name: str) -> None:
         self._server = socket.create_server(("127.0.0.1", 0))
         self.port = self._server.getsockname()[1]
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, name="cut-proxy", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
 
     @property
     def url(self) -> str:
         return f"socket://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> "CutProxy":
+    def __enter__(self):
         self._thread.start()
         return self
 
@@ -38,6 +36,19 @@ class CutProxy:
         self._stop.set()
         self._thread.join(10)
         self._server.close()
+
+    def _serve(self) -> None:
+        raise NotImplementedError
+
+
+class CutProxy(ProxyServer):
+    def __init__(self, target_port: int, cut_after: int, timeout_s: float = 60.0) -> None:
+        self.target_port = target_port
+        self.cut_after = cut_after
+        self.timeout_s = timeout_s
+        self.forwarded = 0            # host-to-device bytes passed on
+        self.cut = threading.Event()  # set once the link was cut
+        super().__init__("cut-proxy")
 
     def _serve(self) -> None:
         self._server.settimeout(0.05)

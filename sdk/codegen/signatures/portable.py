@@ -3,7 +3,7 @@ from ..kernel_api import F, I, In, Out, W, declare
 
 SET = "portable"
 
-declare(SET, "activation_f32", In("in", "float"), Out("out", "float"), *I("count code"), *F("alpha lo hi"))
+declare(SET, "activation_f32", In("in", "float"), Out("out", "float"), *I("count code"), *F("alpha beta lo hi"))
 declare(SET, "add_f32", In("a", "float"), In("b", "float"), Out("out", "float"),
         *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), *F("lo hi"))
 declare(SET, "add_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"),
@@ -39,6 +39,10 @@ declare(SET, "fc_s16", In("in", "int16_t"), Out("out", "int16_t"), W("w", "int8_
 declare(SET, "fc_s8", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
         W("mult", "int32_t"), W("shift", "int32_t"), *I("rows k n"), *I("zx zy lo hi", "int32_t"))
 declare(SET, "lut_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("count"), W("table", "int8_t"))
+declare(SET, "matmul_f32", In("a", "float"), In("b", "float"), Out("out", "float"), W("a_off", "int32_t"),
+        W("b_off", "int32_t"), *I("batch m k n"), *F("lo hi"))
+declare(SET, "matmul_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"), W("a_off", "int32_t"),
+        W("b_off", "int32_t"), *I("batch m k n"), *I("za zb mult shift zy lo hi", "int32_t"))
 declare(SET, "maxpool_f32", In("in", "float"), Out("out", "float"), *I("n h w c oh ow kh kw sh sw pt pl pb pr dh dw"))
 declare(SET, "maxpool_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("n h w c oh ow kh kw sh sw pt pl pb pr dh dw"))
 declare(SET, "mul_f32", In("a", "float"), In("b", "float"), Out("out", "float"),
@@ -55,7 +59,51 @@ declare(SET, "requant_s16_s8", In("in", "int16_t"), Out("out", "int8_t"), *I("co
         *I("zx zy mult shift", "int32_t"))
 declare(SET, "requant_s8_s16", In("in", "int8_t"), Out("out", "int16_t"), *I("count"),
         *I("zx zy mult shift", "int32_t"))
-declare(SET, "softmax_f32", In("in", "float"), Out("out", "float"), *I("rows cols"))
-declare(SET, "softmax_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("rows cols"), W("exp_table", "int32_t"))
+declare(SET, "softmax_f32", In("in", "float"), Out("out", "float"), *I("rows cols inner as_log"))
+declare(SET, "softmax_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("rows cols inner"),
+        W("exp_table", "int32_t"))
 declare(SET, "transpose_f32", In("in", "float"), Out("out", "float"), *I("o0 o1 o2 o3 s0 s1 s2 s3"))
 declare(SET, "transpose_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("o0 o1 o2 o3 s0 s1 s2 s3"))
+
+# LSTM / GRU (ops/recurrent.py): one call per direction over the whole sequence; the state
+# lives in `scratch` (a tensor of its own in the arena). Geometry: element strides of X (t, b),
+# of Y (t, b) after the direction's offset, of Y_h / Y_c and the initial states (b) after theirs.
+RNN_GEOMETRY = "seq batch input hidden reverse xst xsb yoff yst ysb hoff hsb"
+RNN_S8_TABLES = (W("sig_table", "int16_t"), W("tanh_table", "int16_t"))
+RNN_S8_ROWS = (W("w", "int8_t"), W("r", "int8_t"), W("bx", "int32_t"), W("bh", "int32_t"), W("x_mult", "int32_t"),
+               W("x_shift", "int32_t"), W("h_mult", "int32_t"), W("h_shift", "int32_t"))
+RNN_F32_ROWS = (W("w", "float"), W("r", "float"), W("wb", "float"), W("rb", "float"))
+declare(SET, "lstm_s8", In("in", "int8_t"), Out("y", "int8_t"), Out("yh", "int8_t"), Out("yc", "int8_t"),
+        Out("scratch", "void"), *RNN_S8_ROWS, In("h0", "int8_t"), In("c0", "int8_t"), *RNN_S8_TABLES,
+        *I(RNN_GEOMETRY), *I("zx y_mult y_shift y_zp yh_mult yh_shift yh_zp yc_mult yc_shift yc_zp cell_bits", "int32_t"),
+        *I("h0_zp h0_mult h0_shift c0_zp c0_mult c0_shift", "int32_t"))
+declare(SET, "gru_s8", In("in", "int8_t"), Out("y", "int8_t"), Out("yh", "int8_t"), Out("scratch", "void"),
+        *RNN_S8_ROWS, In("h0", "int8_t"), *RNN_S8_TABLES, *I(RNN_GEOMETRY),
+        *I("zx y_mult y_shift y_zp yh_mult yh_shift yh_zp linear_before_reset h0_zp h0_mult h0_shift", "int32_t"))
+declare(SET, "lstm_f32", In("in", "float"), Out("y", "float"), Out("yh", "float"), Out("yc", "float"),
+        Out("scratch", "void"), *RNN_F32_ROWS, In("h0", "float"), In("c0", "float"), *I(RNN_GEOMETRY))
+declare(SET, "gru_f32", In("in", "float"), Out("y", "float"), Out("yh", "float"), Out("scratch", "void"),
+        *RNN_F32_ROWS, In("h0", "float"), *I(RNN_GEOMETRY), *I("linear_before_reset"))
+# Element-wise math, reductions and normalization (sdk/ops/elementwise.py, reduce.py, normalization.py).
+BROADCAST = "d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"
+declare(SET, "binary_f32", In("a", "float"), In("b", "float"), Out("out", "float"), *I(BROADCAST), *I("code"),
+        *F("lo hi"))
+declare(SET, "div_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"), *I(BROADCAST),
+        *I("za zb", "int32_t"), *F("scale"), *I("zy lo hi", "int32_t"))
+declare(SET, "lut2_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"), *I(BROADCAST),
+        *I("za zb", "int32_t"), W("table", "int8_t"))
+declare(SET, "minmax_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"), *I(BROADCAST),
+        *I("za zb ma shifta mb shiftb zy code lo hi", "int32_t"))
+declare(SET, "prelu_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"), *I(BROADCAST),
+        *I("za zb mpos spos mneg sneg zy lo hi", "int32_t"))
+declare(SET, "logsoftmax_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("rows cols inner"),
+        W("exp_table", "int32_t"), W("steps", "int32_t"), W("thresholds", "int64_t"))
+declare(SET, "reduce_f32", In("in", "float"), Out("out", "float"), *I("d0 d1 d2 d3 r0 r1 r2 r3 code count"))
+declare(SET, "reduce_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("d0 d1 d2 d3 r0 r1 r2 r3 code"),
+        *I("zx mult shift zy", "int32_t"), *F("scale"))
+declare(SET, "norm_f32", In("in", "float"), Out("out", "float"), W("gamma", "float"), W("beta", "float"),
+        *I("rows n period stride span"), *F("eps"))
+declare(SET, "norm_s8", In("in", "int8_t"), Out("out", "int8_t"), W("gamma", "float"), W("beta", "float"),
+        *I("rows n period stride span"), *I("zx zy", "int32_t"), *F("e2"))
+declare(SET, "norm_stats_f32", In("in", "float"), Out("mean_out", "float"), Out("inv_std", "float"), *I("rows n"),
+        *F("eps"))

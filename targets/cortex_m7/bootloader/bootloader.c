@@ -21,8 +21,8 @@
  * BOOT0 high); it starts an application only on GO.
  *
  * Start-up, fault reports and the UART transmitter are the board's own (../startup.c,
- * ../uart.c, ../semihost.c); this file adds the receiver, which sleeps in WFI between
- * bytes (its interrupt wakes the core but is never taken). */
+ * ../uart.c, ../semihost.c); so is the receiver (uart_rx_begin/uart_getc), which sleeps in
+ * WFI between bytes (its interrupt wakes the core but is never taken). */
 #include <stdint.h>
 
 #include "semihost.h"
@@ -33,23 +33,6 @@
     !defined(BL_UART_RX_IRQ)
 #error "build with sdk/flash/bootloader.py: it passes the board's [flash] data as -D options"
 #endif
-
-#define UART_DATA (*(volatile uint32_t *)(BL_UART_BASE + 0x00u))
-#define UART_STATE (*(volatile uint32_t *)(BL_UART_BASE + 0x04u))
-#define UART_CTRL (*(volatile uint32_t *)(BL_UART_BASE + 0x08u))
-#define UART_INTSTATUS (*(volatile uint32_t *)(BL_UART_BASE + 0x0Cu))
-#define STATE_TX_FULL 0x1u
-#define STATE_RX_FULL 0x2u
-#define STATE_OVERRUNS 0xCu /* TX and RX overrun, write 1 to clear */
-#define CTRL_TX_ENABLE 0x1u
-#define CTRL_RX_ENABLE 0x2u
-#define CTRL_RX_INT_ENABLE 0x8u
-#define INT_RX 0x2u /* write 1 to clear */
-
-#define NVIC_ISER0 (*(volatile uint32_t *)0xE000E100u)
-#define NVIC_ICER0 (*(volatile uint32_t *)0xE000E180u)
-#define NVIC_ICPR0 (*(volatile uint32_t *)0xE000E280u)
-#define RX_IRQ_BIT (1u << BL_UART_RX_IRQ)
 
 #define SCB_VTOR (*(volatile uint32_t *)0xE000ED08u)
 #define MPU_CTRL (*(volatile uint32_t *)0xE000ED94u)
@@ -86,19 +69,11 @@ static const uint32_t first_app_sector = FIRST_APP_SECTOR;
 static const uint8_t commands[] = {CMD_GET, CMD_GET_VERSION, CMD_GET_ID, CMD_READ_MEMORY, CMD_GO,
                                    CMD_WRITE_MEMORY, CMD_EXTENDED_ERASE};
 
-/* Waits for a byte asleep (WFI), not spinning: the receive interrupt wakes the core but is
- * never taken (PRIMASK is set), so no handler is needed. Under QEMU this leaves the host's
- * CPU to QEMU's I/O thread and to the flashing tool. The interrupt is cleared before DATA
- * is read: the next byte can only arrive once DATA was read, and its interrupt then stays
- * pending, so no wake-up is lost. */
+/* A byte from the host: uart.c's receiver sleeps in WFI between bytes (its interrupt wakes the
+ * core but is never taken: PRIMASK stays set, from uart_rx_begin() in main() on). */
 static uint8_t rx(void)
 {
-    while ((UART_STATE & STATE_RX_FULL) == 0u) {
-        __asm__ volatile("wfi" ::: "memory");
-    }
-    UART_INTSTATUS = INT_RX;
-    NVIC_ICPR0 = RX_IRQ_BIT;
-    return (uint8_t)UART_DATA;
+    return uart_getc();
 }
 
 static void tx(uint8_t byte)
@@ -331,16 +306,11 @@ static int image_ok(uint32_t address)
 }
 
 /* Hand the core over as the application expects it after a reset: no MPU, no SysTick,
- * UART0 back in its reset state, the vector table at the image, its stack, its entry. */
+ * UART0's receiver and its interrupt off, the vector table at the image, its stack, its entry. */
 static void start_application(uint32_t address) __attribute__((noreturn));
 static void start_application(uint32_t address)
 {
-    while ((UART_STATE & STATE_TX_FULL) != 0u) { /* the ACK leaves first */
-    }
-    UART_CTRL = 0u;
-    UART_INTSTATUS = INT_RX;
-    NVIC_ICER0 = RX_IRQ_BIT;
-    NVIC_ICPR0 = RX_IRQ_BIT;
+    uart_reset(); /* the ACK leaves first; receiver and its interrupt off */
     SYST_CSR = 0u;
     MPU_CTRL = 0u;
     __asm__ volatile("dsb\n\tisb\n\tcpsie i" ::: "memory"); /* PRIMASK clear, as after a reset */
@@ -379,10 +349,7 @@ static void announce_ready(void)
 
 int main(void)
 {
-    __asm__ volatile("cpsid i" ::: "memory"); /* interrupts wake WFI but are never taken */
-    UART_STATE = STATE_OVERRUNS;
-    UART_CTRL = CTRL_TX_ENABLE | CTRL_RX_ENABLE | CTRL_RX_INT_ENABLE; /* uart_init() set the baud rate */
-    NVIC_ISER0 = RX_IRQ_BIT;
+    uart_rx_begin(); /* interrupts wake WFI but are never taken; uart_init() set the baud rate */
     announce_ready();
     while (rx() != INIT) { /* before the session only 0x7F counts (autobaud on a real chip) */
     }

@@ -1,0 +1,244 @@
+"""Host side of the serial test harness (runners/serial_protocol.py): run a firmware build's
+samples on a board over its UART, through pyserial (a device such as /dev/ttyACM0, or a
+pyserial URL such as socket://127.0.0.1:PORT for the QEMU board's UART0).
+
+`run_on_serial` flashes the harness image through the board's ROM bootloader (sdk/flash,
+AN3155), says HELLO, sends every sample and collects outputs and counts. A frame that is
+lost, corrupt or NAKed is sent again, at most `retries` times; then, or when the link goes
+away, a TargetError (exit 6) names the board and the sample. Every wait is bounded.
+"""
+from __future__ import annotations
+
+import struct
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import serial
+
+from ..boards import Board
+from ..errors import TargetError
+from . import serial_protocol as proto
+from .progress import Progress
+from .protocol import decode_outputs, output_dtype, per_input_arrays, split_outputs
+
+RETRIES = 3             # sends of one frame after the first
+HELLO_TRIES = 8
+HELLO_WAIT_S = 2.0      # per HELLO: the image starts within milliseconds of GO
+REPLY_BASE_S = 20.0     # per sample, plus the time its bytes take on the wire (x4)
+POLL_S = 0.05           # pyserial's read timeout; longer waits loop on it
+MAX_PAYLOAD = 1 << 24   # a header that claims more is garbage, not a frame
+
+
+@dataclass(frozen=True)
+class SerialTarget:
+    """Where a board is reached: the harness's port, the port its ROM bootloader listens on
+    (often the same; not on a NUCLEO, whose ST-LINK VCP is not a bootloader port), and
+    `label` for messages (the port, or the labgrid place)."""
+    port: str
+    flash_port: str | None = None
+    baud: int = 115200
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.label or self.port
+
+    def run(self, board: Board, info: dict, samples: list[dict[str, np.ndarray]], progress: bool) -> dict:
+        return run_on_serial(board, info, samples, self, progress)
+
+
+class SerialHarness:
+    """One conversation with the harness firmware on an open link."""
+
+    def __init__(self, link: serial.SerialBase, where: str, baud: int = 115200, retries: int = RETRIES,
+                 reply_s: float = REPLY_BASE_S) -> None:
+        self.link, self.where, self.baud, self.retries, self.reply_s = link, where, baud, retries, reply_s
+        self.buffer = bytearray()
+        self.resent = 0  # frames sent again over the whole conversation
+
+    # --- frames ---------------------------------------------------------------------------
+    def send(self, kind: int, sample: int, payload: bytes = b"") -> None:
+        self._io(lambda: self.link.write(proto.encode(kind, sample, payload)), sample)
+
+    def receive(self, deadline: float, sample: int) -> proto.Frame | str:
+        """The next well-formed frame, or a reason string: "timeout", "corrupt frame"."""
+        while True:
+            frame = self._parse()
+            if frame is not None:
+                return frame
+            if time.monotonic() >= deadline:
+                return "timeout"
+            chunk = self._io(lambda: self.link.read(max(1, self.link.in_waiting)), sample)
+            self.buffer += chunk
+
+    def _parse(self) -> proto.Frame | str | None:
+        at = self.buffer.find(proto.MAGIC)
+        if at < 0:
+            del self.buffer[:-1]  # a magic may be cut between two reads
+            return None
+        del self.buffer[:at]
+        if len(self.buffer) < proto.HEADER.size:
+            return None
+        _, version, kind, sample, length = proto.HEADER.unpack_from(self.buffer)
+        if version != proto.VERSION or kind not in proto.FRAME_NAMES or length > MAX_PAYLOAD:
+            del self.buffer[:1]  # not a header: hunt on
+            return None
+        end = proto.HEADER.size + length
+        if len(self.buffer) < end + proto.CRC.size:
+            return None
+        body = bytes(self.buffer[:end])
+        (crc,) = proto.CRC.unpack_from(self.buffer, end)
+        del self.buffer[:end + proto.CRC.size]
+        if crc != proto.crc32(body):
+            return "corrupt frame"
+        return proto.Frame(kind, sample, body[proto.HEADER.size:])
+
+    def _io(self, action, sample: int):
+        try:
+            return action()
+        except (serial.SerialException, OSError) as exc:
+            raise TargetError(f"{self.where}: the serial link was lost at sample {sample}: {exc}") from None
+
+    # --- the conversation -----------------------------------------------------------------
+    def hello(self) -> proto.BoardInfo:
+        last = "no answer"
+        for _ in range(HELLO_TRIES):
+            self.send(proto.HELLO, 0)
+            deadline = time.monotonic() + HELLO_WAIT_S
+            while True:
+                frame = self.receive(deadline, 0)
+                if isinstance(frame, str):
+                    last = frame
+                    break
+                if frame.kind == proto.INFO:
+                    try:
+                        return proto.BoardInfo.decode(frame.payload)
+                    except ValueError as exc:
+                        last = str(exc)
+                        break
+                last = f"a {frame.name} frame"
+        raise TargetError(f"{self.where}: the harness firmware did not answer HELLO ({HELLO_TRIES} tries, last: "
+                          f"{last}): is the serial harness running there?")
+
+    def exchange(self, sample: int, payload: bytes, answer_bytes: int) -> tuple[int, bytes]:
+        """Send one INPUT; return (count, outputs) from the board's OUTPUT of that sample."""
+        wire_s = 10.0 * (len(payload) + answer_bytes + 32) / self.baud
+        last = ""
+        for attempt in range(1 + self.retries):
+            if attempt:
+                self.resent += 1
+            self.send(proto.INPUT, sample, payload)
+            deadline = time.monotonic() + self.reply_s + 4 * wire_s
+            while True:
+                frame = self.receive(deadline, sample)
+                if isinstance(frame, str):
+                    last = frame
+                    if frame == "timeout":
+                        break
+                    continue  # a corrupt answer: its sample's own answer may still come; else timeout
+                if frame.sample != sample or frame.kind not in (proto.OUTPUT, proto.ERROR, proto.NAK):
+                    continue  # a late answer to an earlier try
+                if frame.kind == proto.NAK:
+                    reason = struct.unpack_from("<I", frame.payload)[0] if len(frame.payload) == 4 else 0
+                    last = f"NAK ({proto.NAK_NAMES.get(reason, reason)})"
+                    break
+                if frame.kind == proto.ERROR:
+                    raise TargetError(f"{self.where}: the model returned an error on sample {sample}")
+                if len(frame.payload) != 8 + answer_bytes:
+                    last = f"OUTPUT of {len(frame.payload)} bytes, expected {8 + answer_bytes}"
+                    break
+                return struct.unpack_from("<Q", frame.payload)[0], frame.payload[8:]
+            if last == "corrupt frame":
+                self.buffer.clear()
+        raise TargetError(f"{self.where}: sample {sample}: no valid answer after {1 + self.retries} tries "
+                          f"(last: {last})")
+
+    def reset(self) -> None:
+        """Best effort: the board resets into its bootloader (where one waits)."""
+        try:
+            self.link.write(proto.encode(proto.RESET, 0))
+            self.link.flush()
+        except (serial.SerialException, OSError):
+            pass
+
+
+def expected_info(info: dict, counter: str) -> proto.BoardInfo:
+    itemsize = output_dtype(info).itemsize
+    return proto.BoardInfo(proto.COUNTERS[counter], tuple(t["size"] * 4 for t in info["inputs"]),
+                           tuple(t["size"] * itemsize for t in info["outputs"]))
+
+
+def sample_payloads(info: dict, samples: list[dict[str, np.ndarray]]) -> list[bytes]:
+    """Each sample's INPUT payload: every input in model order, float32 little-endian."""
+    per_input = per_input_arrays(info, samples)
+    return [b"".join(np.ascontiguousarray(a[i], dtype="<f4").tobytes() for a in per_input)
+            for i in range(len(samples))]
+
+
+def run_samples_on_link(link: serial.SerialBase, board: Board, info: dict, payloads: list[bytes], where: str,
+                        baud: int, progress: bool, first: int = 0, reply_s: float = REPLY_BASE_S,
+                        reset: bool = True) -> tuple[list[int], list[bytes], int]:
+    """Counts and raw outputs of every payload (sample indices first, first+1, ...), and how
+    many frames were sent again. `reply_s`: how long one try waits for its answer (plus the
+    bytes' time on the wire). `reset`: at the end, also on error, the board resets into its
+    bootloader (RESET frame); without, the harness stays up for another conversation."""
+    harness = SerialHarness(link, where, baud, reply_s=reply_s)
+    want = expected_info(info, str(board.get("firmware.serial_counter", "systick")))
+    got = harness.hello()
+    if got != want:
+        raise TargetError(f"{where}: the firmware there is not this build (it says {got}, this build is {want})")
+    answer_bytes = sum(want.output_bytes)
+    counts, outputs = [], []
+    try:
+        with Progress(f"{where}: sample", len(payloads), progress) as shown:
+            for k, payload in enumerate(payloads):
+                count, raw = harness.exchange(first + k, payload, answer_bytes)
+                counts.append(count)
+                outputs.append(raw)
+                shown.step()
+    finally:
+        if reset:
+            harness.reset()
+    return counts, outputs, harness.resent
+
+
+def open_link(port: str, baud: int, where: str) -> serial.SerialBase:
+    try:
+        return serial.serial_for_url(port, baudrate=baud, timeout=POLL_S, write_timeout=10.0)
+    except (serial.SerialException, OSError, ValueError) as exc:
+        raise TargetError(f"{where}: cannot open the serial port {port}: {exc}") from None
+
+
+def flash_harness(board: Board, info: dict, target: SerialTarget) -> None:
+    """Put the build's image on the board through its ROM bootloader and start it (GO)."""
+    from ..flash.command import flash_command
+    flash_command(board, target.flash_port or target.port, target.baud, Path(info["artifacts"]["bin"]),
+                  progress=False)
+
+
+def run_target(board: Board, info: dict, payloads: list[bytes], target: SerialTarget, progress: bool,
+               first: int = 0) -> tuple[list[int], list[bytes], int]:
+    flash_harness(board, info, target)
+    link = open_link(target.port, target.baud, target.name)
+    try:
+        return run_samples_on_link(link, board, info, payloads, target.name, target.baud, progress, first)
+    finally:
+        link.close()
+
+
+def result_of(board: Board, info: dict, counts: list[int], raw_samples: list[bytes], resent: int) -> dict:
+    """The runner result (as runners/firmware.run_on_qemu's): outputs per sample, and the counts
+    under `instructions` (QEMU: SysTick) or `cycles` (DWT on silicon)."""
+    raw = split_outputs(b"".join(raw_samples), len(raw_samples), [t["size"] for t in info["outputs"]],
+                        output_dtype(info))
+    kind = proto.COUNTERS[str(board.get("firmware.serial_counter", "systick"))]
+    return {"outputs": decode_outputs(info, raw, len(raw_samples)), proto.COUNT_NAMES[kind]: counts, "raw": raw,
+            "layer_instructions": None, "layers": None, "resent_frames": resent}
+
+
+def run_on_serial(board: Board, info: dict, samples: list[dict[str, np.ndarray]], target: SerialTarget,
+                  progress: bool) -> dict:
+    counts, raw, resent = run_target(board, info, sample_payloads(info, samples), target, progress)
+    return result_of(board, info, counts, raw, resent)

@@ -1,0 +1,126 @@
+"""The serial test harness protocol (docs/internals.md, "Serial harness protocol"): the host
+sends a model's input tensors over a UART, the firmware runs the model and answers with the
+output tensors and the cycle or instruction count of the inference.
+
+Every value here is declared once: the host side (runners/serial_harness.py) uses it, and
+`c_context()` hands it to the firmware template (targets/cortex_m7/serial_harness.c.j2),
+so the C never spells a constant of its own.
+
+A frame, little-endian:
+
+    offset  size  field
+    0       2     magic "CV"
+    2       1     protocol version (VERSION)
+    3       1     frame type (HELLO ... RESET)
+    4       4     sample index (0 where no sample is meant)
+    8       4     payload length L
+    12      L     payload
+    12+L    4     CRC-32 (reflected 0xEDB88320, zlib's) of bytes 0 .. 12+L-1
+
+Frames:
+    HELLO  host -> board   empty; the board answers INFO
+    INFO   board -> host   u32 count kind (COUNT_*), u32 inputs n, u32 outputs m,
+                           n x u32 input bytes, m x u32 output bytes
+    INPUT  host -> board   one sample: every input in model order, float32
+    OUTPUT board -> host   u64 count of the inference, then every output in order
+                           (int8 for int8 builds, float32 otherwise); same sample index
+    NAK    board -> host   u32 reason (NAK_*): the frame was corrupt or unexpected; the
+                           host sends it again (a bounded number of times)
+    ERROR  board -> host   u32 reason (ERROR_*): the model itself failed on that sample
+    RESET  host -> board   no answer: the board resets itself (SYSRESETREQ), back into
+                           its bootloader where one waits (BOOT0 high on an STM32)
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+
+MAGIC = b"CV"
+VERSION = 1
+HEADER = struct.Struct("<2sBBII")  # magic, version, type, sample, length
+CRC = struct.Struct("<I")
+
+HELLO, INFO, INPUT, OUTPUT, NAK, ERROR, RESET = 1, 2, 3, 4, 5, 6, 7
+FRAME_NAMES = {HELLO: "HELLO", INFO: "INFO", INPUT: "INPUT", OUTPUT: "OUTPUT", NAK: "NAK", ERROR: "ERROR",
+               RESET: "RESET"}
+
+NAK_CRC, NAK_VERSION, NAK_TYPE, NAK_LENGTH = 1, 2, 3, 4
+NAK_NAMES = {NAK_CRC: "CRC mismatch", NAK_VERSION: "protocol version", NAK_TYPE: "unexpected frame type",
+             NAK_LENGTH: "wrong payload length"}
+ERROR_MODEL = 1
+
+COUNT_INSTRUCTIONS, COUNT_CYCLES = 0, 1
+COUNT_NAMES = {COUNT_INSTRUCTIONS: "instructions", COUNT_CYCLES: "cycles"}
+# board file key firmware.serial_counter -> what the firmware counts
+COUNTERS = {"systick": COUNT_INSTRUCTIONS, "dwt": COUNT_CYCLES}
+
+CRC_POLY = 0xEDB88320  # reflected CRC-32 (IEEE 802.3), initial and final value 0xFFFFFFFF, as zlib
+
+
+def crc_table() -> list[int]:
+    """The byte-at-a-time table of CRC_POLY, rendered into the firmware as a constant."""
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ (CRC_POLY if c & 1 else 0)
+        table.append(c)
+    return table
+
+
+def crc32(data: bytes) -> int:
+    return zlib.crc32(data) & 0xFFFFFFFF
+
+
+def encode(kind: int, sample: int, payload: bytes = b"") -> bytes:
+    head = HEADER.pack(MAGIC, VERSION, kind, sample, len(payload))
+    return head + payload + CRC.pack(crc32(head + payload))
+
+
+@dataclass(frozen=True)
+class Frame:
+    kind: int
+    sample: int
+    payload: bytes
+
+    @property
+    def name(self) -> str:
+        return FRAME_NAMES.get(self.kind, f"type {self.kind}")
+
+
+@dataclass(frozen=True)
+class BoardInfo:
+    """What INFO says: the firmware's count kind and its input and output sizes in bytes."""
+    count_kind: int
+    input_bytes: tuple[int, ...]
+    output_bytes: tuple[int, ...]
+
+    @classmethod
+    def decode(cls, payload: bytes) -> "BoardInfo":
+        if len(payload) < 12:
+            raise ValueError(f"INFO has {len(payload)} bytes, fewer than 12")
+        kind, n, m = struct.unpack_from("<III", payload)
+        if len(payload) != 12 + 4 * (n + m):
+            raise ValueError(f"INFO of {n} inputs and {m} outputs has {len(payload)} bytes")
+        sizes = struct.unpack_from(f"<{n + m}I", payload, 12)
+        return cls(kind, tuple(sizes[:n]), tuple(sizes[n:]))
+
+    def encode(self) -> bytes:
+        sizes = (*self.input_bytes, *self.output_bytes)
+        return struct.pack(f"<III{len(sizes)}I", self.count_kind, len(self.input_bytes), len(self.output_bytes),
+                           *sizes)
+
+
+def c_context(counter: str) -> dict:
+    """The protocol's constants for the firmware template (one place: this module)."""
+    if counter not in COUNTERS:
+        raise ValueError(f"firmware.serial_counter '{counter}' is not one of {', '.join(COUNTERS)}")
+    table = crc_table()
+    return {"proto": {
+        "magic0": MAGIC[0], "magic1": MAGIC[1], "version": VERSION, "header_bytes": HEADER.size,
+        "crc_bytes": CRC.size, "crc_poly": CRC_POLY,
+        "crc_table": [f"0x{v:08X}u" for v in table],
+        "types": {name: code for code, name in FRAME_NAMES.items()},
+        "nak": {"CRC": NAK_CRC, "VERSION": NAK_VERSION, "TYPE": NAK_TYPE, "LENGTH": NAK_LENGTH},
+        "error_model": ERROR_MODEL, "counter": counter, "count_kind": COUNTERS[counter]}}
