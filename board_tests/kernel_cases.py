@@ -130,6 +130,7 @@ class Case:
     make: Callable[[Builder, list[str]], str | list[str]]
     ranges: tuple[tuple[float, float], ...] = ()  # calibration range per input (default DEFAULT_RANGE)
     doc: str = ""
+    opset: int = OPSET  # the net of a case is built at the highest opset of its cases
 
     def input_range(self, i: int) -> tuple[float, float]:
         return self.ranges[i] if i < len(self.ranges) else DEFAULT_RANGE
@@ -138,11 +139,11 @@ class Case:
 CASES: dict[str, Case] = {}
 
 
-def case(*inputs: tuple[int, ...], ranges: tuple[tuple[float, float], ...] = ()):
+def case(*inputs: tuple[int, ...], ranges: tuple[tuple[float, float], ...] = (), opset: int = OPSET):
     """Register the decorated function as the case named after it."""
     def register(fn):
         assert fn.__name__ not in CASES, fn.__name__
-        CASES[fn.__name__] = Case(fn.__name__, tuple(inputs), fn, ranges, (fn.__doc__ or "").strip())
+        CASES[fn.__name__] = Case(fn.__name__, tuple(inputs), fn, ranges, (fn.__doc__ or "").strip(), opset)
         return fn
     return register
 
@@ -521,6 +522,21 @@ def pad_asym(b, x):
     return b.op("Pad", [x[0], b.const(np.array([0, 1, 2, 0, 0, 2, 1, 3]), "pads", np.int64)])
 
 
+@case((1, 3, 6, 5))
+def pad_reflect(b, x):
+    return b.op("Pad", [x[0], b.const(np.array([0, 1, 3, 2, 0, 2, 5, 4]), "pads", np.int64)], mode="reflect")
+
+
+@case((1, 3, 4, 5))
+def pad_edge(b, x):
+    return b.op("Pad", [x[0], b.const(np.array([0, 0, 2, 1, 0, 1, 3, 2]), "pads", np.int64)], mode="edge")
+
+
+@case((1, 3, 4, 5), opset=19)
+def pad_wrap(b, x):
+    return b.op("Pad", [x[0], b.const(np.array([0, 0, 3, 2, 0, 0, 1, 6]), "pads", np.int64)], mode="wrap")
+
+
 @case((1, 5, 7, 9))
 def pad_value(b, x):
     return b.op("Pad", [x[0], b.const(np.array([0, 0, 1, 1, 0, 0, 2, 0]), "pads", np.int64), b.const(0.5)])
@@ -790,6 +806,120 @@ def dsp_maxpool_c8(b, x):
 def dsp_add_words(b, x):
     """280 elements: whole words only"""
     return b.op("Relu", [b.op("Add", x)])
+
+
+# --- issue 14: 1-D layers, transposed convolution, global max pooling, Gemm forms ---------------
+@case((1, 6, 21))
+def conv_1d_stride2_pad(b, x):
+    """a 1-D Conv (N, C, L): on the 2-D kernels with H = 1 (passes/layers_1d.py)"""
+    w = b.const(b.randn((5, 6, 3), 0.4), "w")
+    return b.op("Conv", [x[0], w, b.const(b.randn((5,), 0.3), "b")], kernel_shape=[3], strides=[2], pads=[1, 2])
+
+
+@case((1, 4, 17))
+def conv_1d_depthwise_dilated(b, x):
+    w = b.const(b.randn((4, 1, 3), 0.5), "w")
+    return b.op("Relu", [b.op("Conv", [x[0], w], group=4, dilations=[2], pads=[2, 2])])
+
+
+@case((1, 5, 19))
+def maxpool_1d_ceil(b, x):
+    return b.op("MaxPool", x, kernel_shape=[3], strides=[2], pads=[1, 0], ceil_mode=1)
+
+
+@case((1, 5, 19))
+def avgpool_1d_include_pad(b, x):
+    return b.op("AveragePool", x, kernel_shape=[4], strides=[3], pads=[1, 2], count_include_pad=1)
+
+
+@case((1, 4, 11, 10))
+def maxpool_dilated_ceil(b, x):
+    return b.op("MaxPool", x, kernel_shape=[3, 2], strides=[2, 2], dilations=[2, 3], pads=[1, 1, 0, 2], ceil_mode=1)
+
+
+@case((1, 4, 11, 10), opset=19)
+def avgpool_dilated_include_pad(b, x):
+    return b.op("AveragePool", x, kernel_shape=[3, 3], strides=[2, 1], dilations=[2, 2], pads=[2, 1, 1, 1],
+                count_include_pad=1, ceil_mode=1)
+
+
+@case((1, 3, 6, 7, 5))
+def maxpool_3d(b, x):
+    """3-D pooling: two 2-D poolings between reshapes (passes/pool_nd.py)"""
+    return b.op("MaxPool", x, kernel_shape=[2, 3, 2], strides=[2, 1, 2], pads=[1, 1, 0, 0, 1, 1])
+
+
+@case((1, 2, 7, 6, 6), opset=19)
+def avgpool_3d_dilated(b, x):
+    return b.op("AveragePool", x, kernel_shape=[3, 2, 2], strides=[2, 2, 1], dilations=[2, 1, 2], ceil_mode=1)
+
+
+@case((1, 5, 7, 9))
+def global_maxpool(b, x):
+    return b.op("GlobalMaxPool", x)
+
+
+@case((1, 6, 13))
+def global_avgpool_1d(b, x):
+    """global pooling of any rank: over (N, C, 1, S) (passes/pool_nd.py)"""
+    return b.op("GlobalAveragePool", x)
+
+
+@case((1, 3, 4, 3, 5))
+def global_maxpool_3d(b, x):
+    return b.op("GlobalMaxPool", x)
+
+
+@case((1, 6, 5, 7))
+def convt_s2_pads_outpad(b, x):
+    """ConvTranspose: stride 2, pads, output_padding; weight [in][out/group][kh][kw]"""
+    w = b.const(b.randn((6, 4, 3, 3), 0.3), "w")
+    return b.op("ConvTranspose", [x[0], w, b.const(b.randn((4,), 0.3), "b")], strides=[2, 2], pads=[1, 0, 1, 1],
+                output_padding=[1, 1])
+
+
+@case((1, 4, 6, 5))
+def convt_group2_dilated(b, x):
+    w = b.const(b.randn((4, 3, 2, 3), 0.4), "w")
+    return b.op("ConvTranspose", [x[0], w], group=2, dilations=[2, 1], strides=[1, 3])
+
+
+@case((1, 3, 5, 5))
+def convt_same_upper_relu(b, x):
+    w = b.const(b.randn((3, 5, 4, 4), 0.3), "w")
+    return b.op("Relu", [b.op("ConvTranspose", [x[0], w], strides=[2, 2], auto_pad="SAME_UPPER")])
+
+
+@case((1, 6, 11))
+def convt_1d(b, x):
+    w = b.const(b.randn((6, 3, 4), 0.4), "w")
+    return b.op("ConvTranspose", [x[0], w, b.const(b.randn((3,), 0.3), "b")], strides=[2], pads=[1, 1])
+
+
+@case((1, 7, 5))
+def gemm_transa_matrix_bias(b, x):
+    """Gemm with transA (a Transpose before it) and an (M, N) C (an Add after it)"""
+    a = b.reshape(x[0], [7, 5])
+    w = b.const(b.randn((7, 6), 0.4), "w")
+    return b.op("Gemm", [a, w, b.const(b.randn((5, 6), 0.5), "c")], transA=1, alpha=0.5, beta=2.0)
+
+
+@case((1, 2, 3, 9))
+def matmul_batched_b(b, x):
+    """a constant B per batch: one block-diagonal weight (passes/matmul.py)"""
+    return b.op("MatMul", [x[0], b.const(b.randn((2, 9, 5), 0.4), "w")])
+
+
+@case((1, 3, 2, 7))
+def matmul_broadcast_b(b, x):
+    """batch dimensions (1, 3) of A and (3, 1) of B broadcast to (3, 3)"""
+    return b.op("MatMul", [x[0], b.const(b.randn((3, 1, 7, 4), 0.4), "w")])
+
+
+@case((1, 3, 5, 7))
+def concat_const_input(b, x):
+    """a constant operand, quantized at the output's scale"""
+    return b.op("Concat", [x[0], b.const(b.randn((1, 2, 5, 7)))], axis=1)
 
 
 # --- MatMul of two activations, LSTM, GRU (ops/matmul.py, ops/recurrent.py) -------------------
@@ -1122,9 +1252,9 @@ def ids_with(prefix: str) -> list[str]:
 
 
 HOST_GROUPS: dict[str, list[str]] = {
-    "conv": ids_with("conv_"),
+    "conv": ids_with("conv_") + ids_with("convt_"),
     "fc_eltwise": ids_with("gemm_") + ids_with("matmul_") + ids_with("add_") + ids_with("mul_"),
-    "pool": ids_with("maxpool_") + ids_with("avgpool_") + ids_with("global_avgpool"),
+    "pool": ids_with("maxpool_") + ids_with("avgpool_") + ids_with("global_avgpool") + ids_with("global_maxpool"),
     "move_act": (ids_with("concat_") + ids_with("pad_") + ids_with("transpose_") +
                  ["relu", "clip_standalone", "leaky_relu", "sigmoid", "hardswish", "tanh"] + ids_with("softmax_")),
     "qdq_ties": ids_with("qdq_"),
@@ -1144,7 +1274,12 @@ FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", 
               "seq_gru_bidirectional_lbr", "seq_lstm_runtime_state", "seq_gru_runtime_state_batch_first",
               "shape_slice_neg_step", "shape_split_3", "shape_depthtospace_crd",
               "shape_resize_nearest", "shape_resize_linear_halfpixel", "shape_resize_linear_align",
-              "shape_where_two_inputs", "shape_where_const_fill"]
+              "shape_where_two_inputs", "shape_where_const_fill",
+              "conv_1d_stride2_pad", "maxpool_1d_ceil", "avgpool_1d_include_pad", "global_maxpool",
+              "global_avgpool_1d", "global_maxpool_3d", "maxpool_dilated_ceil", "avgpool_dilated_include_pad",
+              "maxpool_3d", "avgpool_3d_dilated", "matmul_batched_b", "pad_reflect", "pad_edge", "pad_wrap",
+              "convt_s2_pads_outpad", "convt_group2_dilated", "convt_1d", "gemm_transa_matrix_bias",
+              "concat_const_input"]
 
 # cortex-m7 (profile lite): one firmware per group (the op grid, the QDQ ties, the network)
 M7_GROUPS: dict[str, list[str]] = {
@@ -1192,6 +1327,7 @@ def make_net(name: str, case_ids: Sequence[str], opset: int = OPSET) -> Net:
         nodes += b.nodes
         inits += b.inits
     graph = helper.make_graph(nodes, name, graph_inputs, graph_outputs, inits)
+    opset = max(CASES[cid].opset for cid in case_ids)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="kernel_cases")
     model.ir_version = 8
     done = onnx.shape_inference.infer_shapes(model, strict_mode=True).graph

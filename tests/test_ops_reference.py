@@ -132,7 +132,21 @@ CASES: dict[str, Case] = {
     "conv-kernel-3x5": Case("Conv", [X(1, 3, 8, 10), W(4, 3, 3, 5), W(4)], pads=[1, 2, 1, 2]),
     "conv-odd": Case("Conv", [X(2, 3, 7, 5), W(5, 3, 2, 3), W(5)], strides=[3, 2], pads=[1, 0, 0, 1]),
     "conv-kernel-is-input": Case("Conv", [X(1, 2, 5, 5), W(3, 2, 5, 5)]),
+    # ConvTranspose (weight [in][out/group][kh][kw])
+    "convt-default": Case("ConvTranspose", [X(1, 2, 4, 5), W(2, 3, 3, 3), W(3)]),
+    "convt-s2-pads": Case("ConvTranspose", [X(1, 3, 5, 4), W(3, 2, 3, 3)], strides=[2, 2], pads=[1, 0, 0, 1]),
+    "convt-outpad": Case("ConvTranspose", [X(1, 2, 4, 4), W(2, 2, 3, 2), W(2)], strides=[3, 2], output_padding=[2, 1]),
+    "convt-group2": Case("ConvTranspose", [X(2, 4, 3, 5), W(4, 3, 3, 3)], group=2, strides=[2, 1]),
+    "convt-depthwise-dilated": Case("ConvTranspose", [X(1, 3, 5, 5), W(3, 1, 3, 3)], group=3, dilations=[2, 3]),
+    "convt-output-shape": Case("ConvTranspose", [X(1, 2, 3, 3), W(2, 2, 3, 3)], strides=[3, 2],
+                               output_shape=[10, 8]),
+    "convt-same-upper": Case("ConvTranspose", [X(1, 2, 5, 4), W(2, 3, 4, 3)], strides=[2, 2], auto_pad="SAME_UPPER"),
+    "convt-same-lower": Case("ConvTranspose", [X(1, 2, 5, 4), W(2, 3, 3, 4)], strides=[2, 2], auto_pad="SAME_LOWER"),
     # Gemm
+    "gemm-transA": Case("Gemm", [X(5, 3), W(5, 4), W(4)], transA=1),
+    "gemm-transA-transB-matrix-C": Case("Gemm", [X(5, 3), W(4, 5), W(3, 4)], transA=1, transB=1, alpha=0.5,
+                                        beta=2.0),
+    "gemm-column-C": Case("Gemm", [X(3, 5), W(5, 4), W(3, 1)]),
     "gemm-transB0": Case("Gemm", [X(3, 5), W(5, 4), W(4)]),
     "gemm-transB1": Case("Gemm", [X(3, 5), W(4, 5), W(4)], transB=1),
     "gemm-bias-1xN": Case("Gemm", [X(3, 5), W(4, 5), W(1, 4)], transB=1),
@@ -144,6 +158,12 @@ CASES: dict[str, Case] = {
     "matmul-2d": Case("MatMul", [X(3, 5), W(5, 4)]),
     "matmul-3d": Case("MatMul", [X(2, 3, 5), W(5, 4)]),
     "matmul-4d": Case("MatMul", [X(1, 2, 3, 5), W(5, 2)]),
+    "matmul-b-1d": Case("MatMul", [X(2, 3, 5), W(5)]),
+    "matmul-a-1d": Case("MatMul", [X(5), W(5, 3)]),
+    "matmul-b-3d-unit-batch": Case("MatMul", [X(3, 5), W(1, 5, 4)]),
+    "matmul-batched-b": Case("MatMul", [X(2, 3, 5), W(2, 5, 4)]),
+    "matmul-broadcast-both": Case("MatMul", [X(3, 1, 2, 5), W(1, 2, 5, 4)]),
+    "matmul-a-1d-batched-b": Case("MatMul", [X(5), W(2, 5, 3)]),
     # MatMul of two activations (ops/matmul.py): numpy.matmul's ranks and broadcasting
     "matmul-act-2d": Case("MatMul", [X(3, 5), X(5, 4)]),
     "matmul-act-batched": Case("MatMul", [X(2, 3, 5), X(2, 5, 4)]),
@@ -183,6 +203,7 @@ CASES: dict[str, Case] = {
     "concat-axis3": Case("Concat", [X(1, 2, 4, 3), X(1, 2, 4, 5)], axis=3),
     "concat-axis-neg1-three": Case("Concat", [X(1, 2, 3), X(1, 2, 1), X(1, 2, 4)], axis=-1),
     "concat-2d-axis0": Case("Concat", [X(2, 3), X(1, 3)], axis=0),
+    "concat-const": Case("Concat", [W(1, 2, 4), X(1, 3, 4)], axis=1),
     # MaxPool
     "maxpool-k2s2": Case("MaxPool", [X(1, 3, 8, 8)], kernel_shape=[2, 2], strides=[2, 2]),
     "maxpool-k3s1-pad1": Case("MaxPool", [X(1, 3, 7, 7)], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
@@ -213,6 +234,23 @@ CASES: dict[str, Case] = {
     "avgpool-kernel-3x2": Case("AveragePool", [X(2, 2, 9, 8)], kernel_shape=[3, 2], strides=[1, 2]),
     "globalavgpool": Case("GlobalAveragePool", [X(1, 3, 5, 7)]),
     "globalavgpool-1x1": Case("GlobalAveragePool", [X(2, 4, 1, 1)]),
+    "globalmaxpool": Case("GlobalMaxPool", [X(2, 3, 5, 7)]),
+    "globalmaxpool-1d": Case("GlobalMaxPool", [X(2, 3, 7)]),
+    "globalavgpool-3d": Case("GlobalAveragePool", [X(1, 3, 4, 5, 2)]),
+    "maxpool-dilated": Case("MaxPool", [X(1, 2, 9, 10)], kernel_shape=[3, 2], dilations=[2, 3], strides=[2, 1],
+                            pads=[1, 0, 2, 1], ceil_mode=1, opset=12),
+    "avgpool-dilated-include-pad": Case("AveragePool", [X(1, 2, 9, 10)], kernel_shape=[2, 3], dilations=[3, 2],
+                                        pads=[1, 2, 1, 0], count_include_pad=1, opset=19),
+    "avgpool-dilated-ceil": Case("AveragePool", [X(1, 2, 10, 9)], kernel_shape=[3, 3], dilations=[2, 2],
+                                 strides=[2, 2], ceil_mode=1, opset=19),
+    "maxpool-3d": Case("MaxPool", [X(1, 2, 6, 7, 5)], kernel_shape=[2, 3, 2], strides=[2, 1, 2],
+                       pads=[1, 1, 0, 0, 1, 1]),
+    "maxpool-3d-dilated-ceil": Case("MaxPool", [X(1, 2, 9, 8, 9)], kernel_shape=[3, 2, 2], strides=[2, 2, 3],
+                                    dilations=[2, 1, 2], ceil_mode=1),
+    "avgpool-3d-include-pad": Case("AveragePool", [X(2, 2, 6, 5, 7)], kernel_shape=[3, 2, 3], strides=[2, 1, 2],
+                                   pads=[1, 0, 1, 1, 1, 0], count_include_pad=1),
+    "avgpool-3d-dilated-exclude": Case("AveragePool", [X(1, 3, 8, 7, 6)], kernel_shape=[2, 3, 2],
+                                       dilations=[3, 1, 2], pads=[1, 1, 1, 0, 1, 0], opset=19),
     # PyTorch's global average pool: ReduceMean over H, W (axes as attribute before opset 18, an input after)
     "reducemean-hw-keepdims": Case("ReduceMean", [X(1, 6, 5, 7)], axes=[2, 3], keepdims=1),
     "reducemean-hw-negative": Case("ReduceMean", [X(2, 4, 3, 3)], axes=[-1, -2], keepdims=0),
@@ -242,6 +280,10 @@ CASES: dict[str, Case] = {
     "pad-value": Case("Pad", [X(1, 2, 4, 4), C([0, 0, 1, 2, 0, 0, 3, 0], np.int64), C(2.5)]),
     "pad-channels": Case("Pad", [X(1, 2, 3, 3), C([0, 1, 0, 0, 0, 2, 0, 0], np.int64), C(-1.0)]),
     "pad-2d": Case("Pad", [X(3, 4), C([1, 0, 0, 2], np.int64), C(0.5)], mode="constant"),
+    "pad-reflect": Case("Pad", [X(1, 2, 5, 4), C([0, 1, 2, 3, 0, 0, 4, 1], np.int64)], mode="reflect"),
+    "pad-edge": Case("Pad", [X(1, 2, 3, 4), C([0, 0, 2, 1, 0, 1, 3, 2], np.int64)], mode="edge"),
+    "pad-wrap": Case("Pad", [X(2, 3, 4), C([0, 2, 3, 1, 1, 5], np.int64)], mode="wrap", opset=19),
+    "pad-axes": Case("Pad", [X(1, 2, 3, 4), C([1, 2, 0, 3], np.int64), C(1.5), C([-1, 2], np.int64)], opset=18),
     "identity": Case("Identity", [X(2, 3)]),
     "dropout": Case("Dropout", [X(1, 3, 4, 4)]),
     "dropout-ratio": Case("Dropout", [X(2, 5), C(0.3)]),
@@ -354,6 +396,32 @@ def test_op_matches_onnxruntime(tmp_path, name):
     assert_close(ours, expected)
 
 
+# 1-D layers: the frontend runs them on the 2-D ops (passes/layers_1d.py: Unsqueeze, the layer, Squeeze)
+CASES_1D: dict[str, Case] = {
+    "conv-1d": Case("Conv", [X(1, 3, 17), W(4, 3, 3), W(4)], pads=[1, 1]),
+    "conv-1d-stride-dilation": Case("Conv", [X(2, 4, 23), W(6, 2, 5)], group=2, strides=[2], dilations=[2],
+                                    pads=[0, 3]),
+    "conv-1d-same-lower": Case("Conv", [X(1, 3, 10), W(2, 3, 4)], auto_pad="SAME_LOWER", strides=[3]),
+    "maxpool-1d": Case("MaxPool", [X(1, 3, 16)], kernel_shape=[3], strides=[2], pads=[1, 1]),
+    "maxpool-1d-ceil": Case("MaxPool", [X(1, 3, 16)], kernel_shape=[3], strides=[2], ceil_mode=1),
+    "avgpool-1d-include-pad": Case("AveragePool", [X(1, 2, 15)], kernel_shape=[4], strides=[3], pads=[2, 1],
+                                   count_include_pad=1),
+    "avgpool-1d-same-upper": Case("AveragePool", [X(1, 2, 15)], kernel_shape=[4], strides=[2],
+                                  auto_pad="SAME_UPPER"),
+    "convt-1d": Case("ConvTranspose", [X(1, 3, 7), W(3, 2, 4), W(2)], strides=[3], pads=[1, 2], output_padding=[1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES_1D))
+def test_1d_layer_matches_onnxruntime(tmp_path, name):
+    case = CASES_1D[name]
+    g, feeds, expected = load_case(case, tmp_path)
+    assert [n.op for n in g.nodes] == ["Unsqueeze", case.op, "Squeeze"]
+    assert len(g.tensors[g.nodes[1].inputs[0]].shape) == 4
+    assert g.tensors[g.outputs[0]].shape == expected.shape
+    assert_close(run_float(g, feeds)[g.outputs[0]], expected)
+
+
 # --- ops the frontend removes or imports: tested on hand-built IR ---------------------------------
 
 def test_constant_op(tmp_path):
@@ -464,6 +532,8 @@ INT8_CASES = {
     "gemm-transB0": Case("Gemm", [X(2, 16), W(16, 8), W(8)]),
     "gemm-alpha-beta": Case("Gemm", [X(2, 16), W(8, 16), W(8)], transB=1, alpha=0.5, beta=2.0),
     "matmul-3d": Case("MatMul", [X(2, 3, 16), W(16, 8)]),
+    "matmul-batched-b": Case("MatMul", [X(2, 3, 16), W(2, 16, 8)]),
+    "matmul-broadcast-both": Case("MatMul", [X(3, 1, 2, 16), W(1, 2, 16, 8)]),
     "matmul-act-batched": Case("MatMul", [X(2, 3, 16), X(2, 16, 8)]),
     "lstm-bidirectional": Case("LSTM", [X(12, 1, 6), W(2, 32, 6), W(2, 32, 8), W(2, 64)], hidden_size=8,
                                direction="bidirectional"),
@@ -485,6 +555,22 @@ INT8_CASES = {
     "maxpool-ceil-pad": Case("MaxPool", [X(1, 2, 9, 10)], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
                              ceil_mode=1),
     "concat": Case("Concat", [X(1, 2, 4, 4), X(1, 3, 4, 4, scale=4.0)], axis=1),
+    "concat-const": Case("Concat", [X(1, 2, 4, 4), W(1, 3, 4, 4)], axis=1),
+    "pad-reflect": Case("Pad", [X(1, 2, 5, 4), C([0, 0, 2, 3, 0, 0, 4, 1], np.int64)], mode="reflect"),
+    "convt-s2-group2": Case("ConvTranspose", [X(1, 4, 5, 5), W(4, 3, 3, 3), W(6)], strides=[2, 2], group=2,
+                            pads=[1, 1, 0, 0], output_padding=[1, 1]),
+    "conv-1d": Case("Conv", [X(1, 4, 20), W(6, 4, 3), W(6)], strides=[2], pads=[1, 1]),
+    "maxpool-1d": Case("MaxPool", [X(1, 3, 20)], kernel_shape=[3], strides=[2], ceil_mode=1),
+    "avgpool-1d": Case("AveragePool", [X(1, 3, 20)], kernel_shape=[4], pads=[1, 2]),
+    "convt-1d": Case("ConvTranspose", [X(1, 4, 9), W(4, 3, 3), W(3)], strides=[2]),
+    "globalmaxpool": Case("GlobalMaxPool", [X(1, 3, 5, 7)]),
+    "globalavgpool-1d": Case("GlobalAveragePool", [X(1, 6, 9)]),
+    "avgpool-dilated": Case("AveragePool", [X(1, 3, 9, 9)], kernel_shape=[3, 3], dilations=[2, 2], pads=[1, 1, 1, 1],
+                            opset=19),
+    "avgpool-3d": Case("AveragePool", [X(1, 2, 6, 6, 6)], kernel_shape=[2, 3, 2], strides=[2, 1, 2],
+                       pads=[0, 1, 1, 1, 1, 0]),
+    "maxpool-3d": Case("MaxPool", [X(1, 2, 6, 6, 6)], kernel_shape=[3, 2, 2], dilations=[2, 1, 1]),
+    "gemm-transA-matrix-C": Case("Gemm", [X(16, 2), W(16, 8), W(2, 8)], transA=1),
     "sigmoid": Case("Sigmoid", [X(1, 3, 4, 4, scale=4.0)]),
     "softmax": Case("Softmax", [X(4, 10, scale=2.0)]),
 }

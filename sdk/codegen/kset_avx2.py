@@ -26,7 +26,7 @@ from .kernel_api import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer, KernelSet, register_kernel_set
 from .simd_layout import (PANEL_MAX_BYTES, SUM_RANGE, channel_blocks, channel_tile, conv_tap_rows, data,
                           dense_conv_weights, padded, panel_band, pick, requant_mode, requant_table_avx2, sums_fit,
-                          threads_for)
+                          threads_for, undilated_pool)
 from .simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, shared_rules
 
 X16_MAX = PANEL_MAX_BYTES // 2  # fc: the most inputs converted to int16 on the stack
@@ -126,11 +126,13 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
 
 
 def maxpool_s8(c: KernelCall, node, g, options) -> Answer:
-    return kernel(SET, "maxpool_s8_avx2")(**c.args)
+    a = undilated_pool(c.args)
+    return a if isinstance(a, Declined) else kernel(SET, "maxpool_s8_avx2")(**a)
 
 
 def avgpool_s8(c: KernelCall, node, g, options) -> Answer:
-    return kernel(SET, "avgpool_s8_avx2")(**c.args)
+    a = undilated_pool(c.args)
+    return a if isinstance(a, Declined) else kernel(SET, "avgpool_s8_avx2")(**a)
 
 
 @register_kernel_set

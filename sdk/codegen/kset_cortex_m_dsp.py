@@ -29,7 +29,7 @@ import numpy as np
 from ..ir import Graph, Node
 from .kernel_api import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer, KernelSet, register_kernel_set
-from .simd_layout import STRIDED_SOFTMAX, pick, row_softmax_args
+from .simd_layout import STRIDED_SOFTMAX, pick, row_softmax_args, undilated_pool
 
 COL_WORDS = 1024  # CUVIL_DSP_COL_WORDS in the headers: K' <= 1024 int16 values per pixel
 SET = "cortex_m_dsp"
@@ -297,13 +297,15 @@ def fc_call(a: dict, rows: int, k: int, n: int, w8: bool) -> KernelCall:
 
 # --- pooling and element-wise ------------------------------------------------------------------
 def maxpool_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
-    """Every int8 max pooling (the bottom and right pads are implied by the window bounds)."""
-    return kernel(SET, "maxpool_s8_dsp")(**pick(c.args, "in out n h w c oh ow kh kw sh sw pt pl"))
+    """Every undilated int8 max pooling (the bottom and right pads are implied by the window bounds)."""
+    a = undilated_pool(c.args)
+    return a if isinstance(a, Declined) else kernel(SET, "maxpool_s8_dsp")(**pick(a, "in out n h w c oh ow kh kw sh sw pt pl"))
 
 
 def avgpool_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
-    """Every int8 average pooling (int16 lane sums flushed into int32 every 256 taps)."""
-    return kernel(SET, "avgpool_s8_dsp")(**c.args)
+    """Every undilated int8 average pooling (int16 lane sums flushed into int32 every 256 taps)."""
+    a = undilated_pool(c.args)
+    return a if isinstance(a, Declined) else kernel(SET, "avgpool_s8_dsp")(**a)
 
 
 def merged_dims(dims: list[int], sa: list[int], sb: list[int]) -> tuple[list[int], list[int], list[int]]:

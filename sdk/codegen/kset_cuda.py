@@ -33,7 +33,7 @@ def _prod(values) -> int:
 def conv(c: KernelCall, node, g, options) -> Answer:
     a = c.args
     threads = a["n"] * a["oh"] * a["ow"] * a["oc"]
-    if c.kernel != "conv2d_s8":  # conv2d_f32, conv2d_s16: one kernel each
+    if c.kernel != "conv2d_s8":  # conv2d_f32, conv2d_s16, convtranspose2d_*: one kernel each
         return launch(c.kernel, a, threads)
     icg = a["c"] // a["groups"]
     if icg == 1:
@@ -109,6 +109,7 @@ class Cuda(KernelSet):
     name = SET
     rules = {
         "conv2d_s8": conv, "conv2d_f32": conv, "conv2d_s16": conv,
+        "convtranspose2d_s8": conv, "convtranspose2d_f32": conv,
         "fc_s8": fc, "fc_f32": fc, "fc_s16": fc,
         "matmul_s8": matmul, "matmul_f32": matmul,
         "lstm_s8": per("batch"), "lstm_f32": per("batch"), "gru_s8": per("batch"), "gru_f32": per("batch"),

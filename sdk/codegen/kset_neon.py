@@ -21,7 +21,7 @@ from .kernel_api import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer, KernelSet, register_kernel_set
 from .simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, SUM_RANGE, acc_bounds, channel_blocks, channel_tile,
                           conv_tap_rows, data, dense_conv_weights, padded, panel_band, pick, requant_table_neon,
-                          sums_fit, threads_for, zero_point_bias)
+                          sums_fit, threads_for, undilated_pool, zero_point_bias)
 from .simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, shared_rules
 
 FC_K_MAX = PANEL_MAX_BYTES  # fc: the most inputs copied to the stack
@@ -122,11 +122,13 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
 
 
 def maxpool_s8(c: KernelCall, node, g, options) -> Answer:
-    return kernel(SET, "maxpool_s8_neon")(**c.args)
+    a = undilated_pool(c.args)
+    return a if isinstance(a, Declined) else kernel(SET, "maxpool_s8_neon")(**a)
 
 
 def avgpool_s8(c: KernelCall, node, g, options) -> Answer:
-    return kernel(SET, "avgpool_s8_neon")(**c.args)  # (its requantization saturates: no bound needed)
+    a = undilated_pool(c.args)  # (its requantization saturates: no bound needed)
+    return a if isinstance(a, Declined) else kernel(SET, "avgpool_s8_neon")(**a)
 
 
 @register_kernel_set

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .kernel_api import Weight
+from .kernel_api import Declined, Weight
 from .options import CodegenOptions
 
 INT32_LIMIT = 2**31 - 1
@@ -24,6 +24,14 @@ THREAD_MIN_MACS = 4 << 20
 def pick(args: dict[str, Any], names: str) -> dict[str, Any]:
     """The named arguments (space separated) of a call, to pass on to another kernel."""
     return {k: args[k] for k in names.split()}
+
+
+def undilated_pool(args: dict[str, Any]) -> dict[str, Any] | Declined:
+    """A pooling call's arguments without dh and dw, for the SIMD pooling kernels (which have no
+    dilation), or Declined for a dilated window."""
+    if args["dh"] != 1 or args["dw"] != 1:
+        return Declined("dilated pooling window")
+    return {k: v for k, v in args.items() if k not in ("dh", "dw")}
 
 
 def data(w: Weight) -> np.ndarray:

@@ -13,6 +13,7 @@ from ..errors import ModelError, UsageError
 from ..ir import Graph, Node, Tensor
 from ..ops import REGISTRY, supported_ops
 from ..ops.static import compile_time_inputs
+from ..passes.layers_1d import layers_1d_to_2d
 from ..plugins import check_node_types, op_key, unknown_op_message
 from ..profiles import Profile
 from ..quant.qdq_import import has_qdq, import_qdq
@@ -56,6 +57,7 @@ def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[st
     if has_qdq(graph):
         # QDQ markers go before shape checks: ops must see their weights as constants
         import_qdq(graph)
+    layers_1d_to_2d(graph)
     infer_shapes(graph, board)
     return graph
 

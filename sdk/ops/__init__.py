@@ -3,6 +3,7 @@ from . import (  # noqa: F401  (imported for registration)
     activation,
     binary_math,
     conv,
+    conv_transpose,
     elementwise,
     qdq,
     gemm,

@@ -43,7 +43,7 @@ def clip_bounds(node: Node, g: Graph) -> tuple[float, float]:
                 lo = float(value.reshape(-1)[0])
             else:
                 hi = float(value.reshape(-1)[0])
-    return float(lo), float(hi)
+    return min(float(lo), float(hi)), float(hi)  # min > max: every value becomes max (the ONNX spec)
 
 
 def alpha_beta(node: Node) -> tuple[float, float]:

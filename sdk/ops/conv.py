@@ -80,18 +80,24 @@ def from_nchw(x: np.ndarray, channels_last: bool) -> np.ndarray:
 @register
 class Conv(OpDef):
     op_type = "Conv"
-    summary = "2-D convolution: groups (depthwise), strides, dilations, asymmetric pads, auto_pad"
+    summary = "1-D and 2-D convolution: groups (depthwise), strides, dilations, asymmetric pads, auto_pad"
     defaults = {"group": 1, "auto_pad": "NOTSET"}
 
     def check(self, node: Node, g: Graph) -> None:
         w = const_input(g, node, 1, "the weight")
-        require(w.ndim == 4, node, f"only 2-D convolution is supported (weight rank {w.ndim})")
+        require(w.ndim == 4, node, f"only 1-D and 2-D {self.op_type} is supported (weight rank {w.ndim})")
         require(len(g.tensors[node.inputs[0]].shape) == 4, node, "the input must be 4-D (NCHW)")
         if optional_input(node, 2):
             bias = const_input(g, node, 2, "the bias")
-            require(bias.size == w.shape[0], node, f"the bias has {bias.size} values for {w.shape[0]} output channels")
-        group = self.attr(node, "group")
+            oc = self.output_channels(node, w)
+            require(bias.size == oc, node, f"the bias has {bias.size} values for {oc} output channels")
         _, c, _, _ = spatial_dims(g.tensors[node.inputs[0]].shape, node.channels_last)
+        self.check_channels(node, c, w, self.attr(node, "group"))
+
+    def output_channels(self, node: Node, w: np.ndarray) -> int:
+        return int(w.shape[0])
+
+    def check_channels(self, node: Node, c: int, w: np.ndarray, group: int) -> None:
         require(c == w.shape[1] * group, node, f"input channels {c} != weight {w.shape[1]} x group {group}")
         require(w.shape[0] % group == 0, node, "output channels must divide by group")
 
@@ -108,26 +114,37 @@ class Conv(OpDef):
         require(oh > 0 and ow > 0, node, f"output size {oh}x{ow} is empty")
         return [(n, oh, ow, oc) if last else (n, oc, oh, ow)]
 
+    # what ConvTranspose (a subclass) changes: the weight's layout, the sums, the kernels
+    kernel_family = "conv2d"
+
+    def weight_oihw(self, node: Node, g: Graph) -> np.ndarray:
+        """The weight as [out_channel][in_channel/group][kh][kw]."""
+        return g.const(node.inputs[1])
+
+    def sums(self, x: np.ndarray, w: np.ndarray, geo: dict, group: int) -> np.ndarray:
+        """The layer's products summed (no bias), NCHW, in x's dtype."""
+        return conv_nchw(x, w, geo, group)
+
     def macs(self, node, g):
         w = g.const(node.inputs[1])
         return g.tensors[node.outputs[0]].size * int(np.prod(w.shape[1:]))
 
     def run_float(self, node, g, xs):
         last = node.channels_last
-        w = g.const(node.inputs[1]).astype(np.float64)
-        y = conv_nchw(to_nchw(xs[0], last).astype(np.float64), w, self.geometry(node, g), self.attr(node, "group"))
+        w = self.weight_oihw(node, g).astype(np.float64)
+        y = self.sums(to_nchw(xs[0], last).astype(np.float64), w, self.geometry(node, g), self.attr(node, "group"))
         if optional_input(node, 2):
             y = y + g.const(node.inputs[2]).reshape(1, -1, 1, 1)
         return [apply_fused_float(node, from_nchw(y, last).astype(np.float32))]
 
     def quantize(self, node, g):
-        quantize_weighted(node, g, axis=0)
+        quantize_weighted(node, g, axis=0, weight=self.weight_oihw(node, g))
 
     def run_int(self, node, g, xs):
         last = node.channels_last
         q = node.q
         x = to_nchw(xs[0], last).astype(np.int64) - q["zx"]
-        acc = conv_nchw(x, q["w"].astype(np.int64), self.geometry(node, g), self.attr(node, "group"))
+        acc = self.sums(x, q["w"].astype(np.int64), self.geometry(node, g), self.attr(node, "group"))
         acc = acc + q["bias"].reshape(1, -1, 1, 1)
         y = requant(acc, q["mult"].reshape(1, -1, 1, 1), q["shift"].reshape(1, -1, 1, 1)) + q["zy"]
         return [from_nchw(clamp_to(y, q["act_min"], q["act_max"], q["dtype"]), last)]
@@ -144,14 +161,14 @@ class Conv(OpDef):
         if precision in ("int8", "int16"):
             q = node.q
             wide = precision == "int16"
-            return call("conv2d_s16" if wide else "conv2d_s8", **io_args(node), **dims,
+            return call(f"{self.kernel_family}_{'s16' if wide else 's8'}", **io_args(node), **dims,
                         w=Weight("w", q["w"].transpose(0, 2, 3, 1), "int8_t"),
                         bias=Weight("bias", q["bias"], "int64_t" if wide else "int32_t"),
                         mult=Weight("mult", q["mult"], "int32_t"), shift=Weight("shift", q["shift"], "int32_t"),
                         zx=q["zx"], zy=q["zy"], lo=q["act_min"], hi=q["act_max"])
-        wf = g.const(node.inputs[1]).astype(np.float32).transpose(0, 2, 3, 1)
+        wf = self.weight_oihw(node, g).astype(np.float32).transpose(0, 2, 3, 1)
         bias = g.const(node.inputs[2]) if optional_input(node, 2) else np.zeros(oc)
-        return call("conv2d_f32", **io_args(node), **dims, **float_bounds(node), w=Weight("w", wf, "float"),
+        return call(f"{self.kernel_family}_f32", **io_args(node), **dims, **float_bounds(node), w=Weight("w", wf, "float"),
                     bias=Weight("bias", bias.astype(np.float32), "float"))
 
 
@@ -166,12 +183,12 @@ def symmetric_per_channel(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndar
     return q, scale
 
 
-def quantize_weighted(node: Node, g: Graph, axis: int) -> None:
-    """The int8 rule of Conv, Gemm and MatMul: per-channel weights, int32 bias, requant.
+def quantize_weighted(node: Node, g: Graph, axis: int, weight: np.ndarray | None = None) -> None:
+    """The int8 rule of Conv, ConvTranspose, Gemm and MatMul: per-channel weights, int32 bias, requant.
 
-    `axis` is the output-channel axis of the weight as stored in the graph. A QDQ model
-    brings its own int8 weights and scales in node.imported_q["weight"]; otherwise they are
-    computed here.
+    `axis` is the output-channel axis of the weight as stored in the graph (or of `weight`, the
+    weight re-laid out by the op, when given). A QDQ model brings its own int8 weights and scales
+    in node.imported_q["weight"]; otherwise they are computed here.
     """
     sx, zx = qparams_of(g, node.inputs[0])
     sy, zy = qparams_of(g, node.outputs[0])
@@ -179,7 +196,7 @@ def quantize_weighted(node: Node, g: Graph, axis: int) -> None:
     if "weight" in node.imported_q:
         wq, sw = node.imported_q["weight"]
     else:
-        w = g.const(node.inputs[1])
+        w = g.const(node.inputs[1]) if weight is None else weight
         wq, sw = symmetric_per_channel(w, axis)
         correction = bias_correction(node, g, w, wq, sw, axis)
     channels = wq.shape[axis]
@@ -223,7 +240,7 @@ def bias_correction(node: Node, g: Graph, w: np.ndarray, wq: np.ndarray, sw: np.
     shape = [1] * w.ndim
     shape[axis] = -1
     err = np.moveaxis(w.astype(np.float64) - wq.astype(np.float64) * sw.astype(np.float64).reshape(shape), axis, 0)
-    if node.op != "Conv":
+    if err.ndim == 2:  # Gemm, MatMul
         return err @ mean  # (N, K) . (K,)
     group = int(node.attrs.get("group", 1))
     out_per_group, in_per_group = err.shape[0] // group, err.shape[1]

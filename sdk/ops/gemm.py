@@ -77,29 +77,47 @@ class FullyConnected(OpDef):
 @register
 class Gemm(FullyConnected):
     op_type = "Gemm"
-    summary = "Y = alpha*A*B' + beta*C with constant B and C; transB; A not transposed"
+    summary = ("Y = alpha*A'*B' + beta*C with constant B and C: transA (a Transpose before it), transB, "
+               "C of any broadcastable shape (a matrix C becomes an Add after it)")
     defaults = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}
 
     def check(self, node, g):
         b = const_input(g, node, 1, "B")
-        require(self.attr(node, "transA") == 0, node, "transA=1 is not supported")
         require(len(g.tensors[node.inputs[0]].shape) == 2 and b.ndim == 2, node, "A and B must be 2-D")
         if optional_input(node, 2):
             c = const_input(g, node, 2, "C")
-            n = b.shape[0] if self.attr(node, "transB") else b.shape[1]
-            require(c.size in (1, n), node, f"C must broadcast over the {n} outputs only")
+            m, n = self.infer(node, g)[0]
+            require(c.ndim <= 2 and all(d in (1, full) for d, full in zip(c.shape[::-1], (n, m))), node,
+                    f"C of shape {c.shape} does not broadcast to the output {(m, n)}")
 
     def out_axis(self, node):
         return 0 if self.attr(node, "transB") else 1
 
+    def a_shape(self, node: Node, g: Graph) -> tuple[int, int]:
+        m, k = g.tensors[node.inputs[0]].shape
+        return (k, m) if self.attr(node, "transA") else (m, k)
+
     def infer(self, node, g):
-        m = g.tensors[node.inputs[0]].shape[0]
-        k_a = g.tensors[node.inputs[0]].shape[1]
+        m, k_a = self.a_shape(node, g)
         b = g.const(node.inputs[1])
         n = b.shape[self.out_axis(node)]
         k_b = b.shape[1 - self.out_axis(node)]
         require(k_a == k_b, node, f"inner dimensions differ: {k_a} vs {k_b}")
         return [(m, n)]
+
+    def run_float(self, node, g, xs):
+        # the ONNX definition; after passes.gemm the node has transA=0 and a C over N only
+        a = xs[0].astype(np.float64)
+        a = a.T if self.attr(node, "transA") else a
+        w = self.weight_nk(node, g.const(node.inputs[1]).astype(np.float64)) * float(self.attr(node, "alpha"))
+        y = a @ w.T
+        if optional_input(node, 2):
+            y = y + g.const(node.inputs[2]).astype(np.float64) * float(self.attr(node, "beta"))
+        return [apply_fused_float(node, y.astype(np.float32))]
+
+    def lower(self, node, g, precision):
+        require(not self.attr(node, "transA"), node, "transA must be lowered to a Transpose (passes.gemm)")
+        return super().lower(node, g, precision)
 
 
 @register
@@ -107,7 +125,8 @@ class MatMul(FullyConnected):
     """A constant B is a fully connected layer (the rule above); a B computed by the model
     is the MatMul of two activations of ops/matmul.py."""
     op_type = "MatMul"
-    summary = "A @ B of any rank (numpy.matmul broadcasting); a constant 2-D B is a fully connected layer"
+    summary = ("A @ B of any rank (numpy.matmul broadcasting); a constant 2-D B is a fully connected layer, a "
+               "constant B of another rank is made one by passes/matmul.py")
     int8_rule = ("requantized; constant B: per-channel int8 weights, int32 bias; two activations: int32 sum of "
                  "(a - za)(b - zb), one requantization")
 
@@ -115,29 +134,37 @@ class MatMul(FullyConnected):
     def weighted(node: Node, g: Graph) -> bool:
         return g.const(node.inputs[1]) is not None
 
+    @staticmethod
+    def fully_connected(node: Node, g: Graph) -> bool:
+        """A constant 2-D B: the fully connected rule (passes/matmul.py makes every constant B 2-D)."""
+        b = g.const(node.inputs[1])
+        return b is not None and b.ndim == 2
+
     def check(self, node, g):
         require(len(node.inputs) == 2, node, "needs two inputs")
-        if not self.weighted(node, g):
+        if not self.fully_connected(node, g):
             require(g.const(node.inputs[0]) is None, node, "a constant A with a computed B is not supported")
             matmul.matmul_geometry(node, g)
             return
         b = g.const(node.inputs[1])
-        require(b.ndim == 2, node, "a constant B must be 2-D")
         require(g.tensors[node.inputs[0]].shape[-1] == b.shape[0], node, "inner dimensions differ")
 
     def out_axis(self, node):
         return 1
 
     def infer(self, node, g):
-        if not self.weighted(node, g):
+        if not self.fully_connected(node, g):
             return [matmul.infer(node, g)]
         return [tuple(g.tensors[node.inputs[0]].shape[:-1]) + (g.const(node.inputs[1]).shape[1],)]
 
     def macs(self, node, g):
-        return super().macs(node, g) if self.weighted(node, g) else matmul.macs(node, g)
+        return super().macs(node, g) if self.fully_connected(node, g) else matmul.macs(node, g)
 
     def run_float(self, node, g, xs):
-        return super().run_float(node, g, xs) if self.weighted(node, g) else [matmul.run_float(node, xs)]
+        if self.fully_connected(node, g):
+            return super().run_float(node, g, xs)
+        b = g.const(node.inputs[1])  # a constant B of another rank, before passes/matmul.py
+        return [matmul.run_float(node, [xs[0], xs[1] if b is None else b])]
 
     def quantize(self, node, g):
         return super().quantize(node, g) if self.weighted(node, g) else matmul.quantize(node, g)

@@ -11,7 +11,7 @@ import numpy as np
 from ..ir import Graph, Node
 from ..quant.requant import clamp_int8, quantize_float, quantize_multiplier, requant
 from ..codegen.kernel_api import call
-from .common import io_args, qparams_of, require
+from .common import Weight, io_args, qparams_of, require
 from .movement import remap_call, strides_of
 from .registry import OpDef, register
 
@@ -155,6 +155,7 @@ class Transpose(OpDef):
 
     def check(self, node, g):
         rank = len(g.tensors[node.inputs[0]].shape)
+        node.attrs["perm"] = self.perm(node, g)  # explicit from here on: the layout pass composes perms
         require(sorted(self.perm(node, g)) == list(range(rank)), node, "perm is not a permutation")
 
     def infer(self, node, g):
@@ -183,8 +184,8 @@ class Concat(OpDef):
 
     def check(self, node, g):
         require("axis" in node.attrs, node, "axis is required")
-        for name in node.inputs:
-            require(not g.tensors[name].is_const, node, "constant inputs are not supported")
+        require(not all(g.tensors[name].is_const for name in node.inputs), node,
+                "every input is constant (constant folding should have removed this node)")
         ranks = {len(g.tensors[i].shape) for i in node.inputs}
         require(len(ranks) == 1, node, "inputs have different ranks")
 
@@ -208,16 +209,32 @@ class Concat(OpDef):
         sy, zy = qparams_of(g, node.outputs[0])
         parts = []
         for name in node.inputs:
+            t = g.tensors[name]
+            if t.is_const:  # quantized here at the output's scale, copied through an identity requant
+                data = clamp_int8(np.floor(t.data.astype(np.float64) / sy + 0.5) + zy)
+                mult, shift = quantize_multiplier(1.0)
+                parts.append({"zx": zy, "mult": mult, "shift": shift, "const": data})
+                continue
             sx, zx = qparams_of(g, name)
             mult, shift = quantize_multiplier(sx / sy)
-            parts.append({"zx": zx, "mult": mult, "shift": shift})
+            parts.append({"zx": zx, "mult": mult, "shift": shift, "const": None})
         node.q = {"zy": zy, "parts": parts}
 
     def run_int(self, node, g, xs):
         q = node.q
+        xs = [x if p["const"] is None else p["const"] for x, p in zip(xs, q["parts"])]
         ys = [clamp_int8(requant(x.astype(np.int64) - p["zx"], p["mult"], p["shift"]) + q["zy"])
               for x, p in zip(xs, q["parts"])]
         return [np.concatenate(ys, axis=self.axis(node, g))]
+
+    def input_arg(self, node: Node, g: Graph, i: int, precision: str):
+        """Input i of a kernel call: the arena tensor, or a constant emitted with the model."""
+        t = g.tensors[node.inputs[i]]
+        if not t.is_const:
+            return io_args(node, i)["in"]
+        if precision == "int8":
+            return Weight(f"in{i}", node.q["parts"][i]["const"], "int8_t")
+        return Weight(f"in{i}", t.data.astype(np.float32), "float")
 
     def lower(self, node, g, precision):
         axis = self.axis(node, g)
@@ -228,6 +245,7 @@ class Concat(OpDef):
         for i, name in enumerate(node.inputs):
             chunk = g.tensors[name].shape[axis] * inner
             io = dict(io_args(node, i), offset=offset, outer=outer, chunk=chunk, out_stride=out_shape[axis] * inner)
+            io["in"] = self.input_arg(node, g, i, precision)
             if precision == "int8":
                 p = node.q["parts"][i]
                 calls.append(call("concat_s8", **io, zx=p["zx"], zy=node.q["zy"], mult=p["mult"], shift=p["shift"]))
@@ -237,10 +255,13 @@ class Concat(OpDef):
         return calls
 
 
+PAD_MODES = ["constant", "edge", "reflect", "wrap"]  # the order is the C kernels' `mode` numbers
+
+
 @register
 class Pad(OpDef):
     op_type = "Pad"
-    summary = "constant padding (up to 4-D) with constant pads and value"
+    summary = "padding (up to 4-D): modes constant, edge, reflect and wrap; constant pads, value and axes"
     output_qparams = "same"
 
     def pads_value(self, node: Node, g: Graph) -> tuple[list[int], float]:
@@ -250,6 +271,8 @@ class Pad(OpDef):
             pads = [int(p) for p in pads]
         else:
             pads = list(node.attrs.get("pads", []))
+        if len(node.inputs) > 3 and node.inputs[3]:  # opset 18: pads for the listed axes only
+            pads = self.pads_of_every_axis(node, g, pads)
         value = float(node.attrs.get("value", 0.0))
         if len(node.inputs) > 2 and node.inputs[2]:
             v = g.const(node.inputs[2])
@@ -257,10 +280,20 @@ class Pad(OpDef):
             value = float(v.reshape(-1)[0]) if v.size else 0.0
         return pads, value
 
+    def pads_of_every_axis(self, node: Node, g: Graph, pads: list[int]) -> list[int]:
+        axes = g.const(node.inputs[3])
+        require(axes is not None, node, "axes must be a constant")
+        rank = len(g.tensors[node.inputs[0]].shape)
+        axes = [int(a) % rank for a in axes.reshape(-1)]
+        require(len(pads) == 2 * len(axes), node, "pads must have two entries per axis")
+        full = [0] * (2 * rank)
+        for j, a in enumerate(axes):
+            full[a], full[a + rank] = pads[j], pads[j + len(axes)]
+        return full
+
     def check(self, node, g):
         mode = node.attrs.get("mode", "constant")
-        require(mode == "constant", node, f"mode '{mode}' is not supported (only constant)")
-        require(len(node.inputs) < 4 or not node.inputs[3], node, "the axes input is not supported")
+        require(mode in PAD_MODES, node, f"mode '{mode}' is not supported (only {', '.join(PAD_MODES)})")
         rank = len(g.tensors[node.inputs[0]].shape)
         require(rank <= MAX_RANK, node, f"rank above {MAX_RANK} is not supported")
         pads, _ = self.pads_value(node, g)
@@ -277,15 +310,21 @@ class Pad(OpDef):
         r = len(pads) // 2
         return [(pads[i], pads[i + r]) for i in range(r)]
 
+    def padded(self, node: Node, g: Graph, x: np.ndarray, value) -> np.ndarray:
+        mode = node.attrs.get("mode", "constant")
+        if mode == "constant":
+            return np.pad(x, self.np_pads(node, g), constant_values=value)
+        return np.pad(x, self.np_pads(node, g), mode=mode)  # numpy's edge, reflect and wrap are ONNX's
+
     def run_float(self, node, g, xs):
-        return [np.pad(xs[0], self.np_pads(node, g), constant_values=self.pads_value(node, g)[1])]
+        return [self.padded(node, g, xs[0], self.pads_value(node, g)[1])]
 
     def quantize(self, node, g):
         s, z = qparams_of(g, node.inputs[0])
         node.q = {"value": int(quantize_float(np.array([self.pads_value(node, g)[1]]), s, z)[0])}
 
     def run_int(self, node, g, xs):
-        return [np.pad(xs[0], self.np_pads(node, g), constant_values=node.q["value"])]
+        return [self.padded(node, g, xs[0], node.q["value"])]
 
     def lower(self, node, g, precision):
         src = g.tensors[node.inputs[0]].shape
@@ -295,6 +334,7 @@ class Pad(OpDef):
         out4 = [1] * lead + list(g.tensors[node.outputs[0]].shape)
         geometry = {f"{key}{i}": v for key, values in (("i", shape4), ("o", out4), ("b", before))
                     for i, v in enumerate(values)}
+        geometry["mode"] = PAD_MODES.index(node.attrs.get("mode", "constant"))
         if precision == "int8":
             return call("pad_s8", **io_args(node), **geometry, value=node.q["value"])
         return call("pad_f32", **io_args(node), **geometry, value=self.pads_value(node, g)[1])

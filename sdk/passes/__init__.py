@@ -7,12 +7,15 @@ from .batchnorm import fold_batchnorm
 from .cleanup import remove_identities
 from .constant_folding import fold_constants
 from .fuse_activation import fuse_activations
+from .gemm import gemm_to_fc_form
 from .layout import to_channels_last
+from .matmul import matmul_to_2d
+from .pool_nd import pools_to_2d
 from .reduce_mean import reduce_mean_to_global_pool
 from .variadic import split_variadic
 
-PIPELINE = [split_variadic, remove_identities, fold_constants, reduce_mean_to_global_pool, fold_batchnorm, fuse_activations,
-            to_channels_last]
+PIPELINE = [split_variadic, remove_identities, fold_constants, gemm_to_fc_form, matmul_to_2d, pools_to_2d,
+            reduce_mean_to_global_pool, fold_batchnorm, fuse_activations, to_channels_last]
 
 
 def optimize(g: Graph) -> None:
@@ -22,4 +25,5 @@ def optimize(g: Graph) -> None:
 
 
 __all__ = ["PIPELINE", "optimize", "fold_batchnorm", "remove_identities", "fold_constants", "fuse_activations",
-           "to_channels_last", "reduce_mean_to_global_pool", "split_variadic"]
+           "to_channels_last", "reduce_mean_to_global_pool", "gemm_to_fc_form", "pools_to_2d", "matmul_to_2d",
+           "split_variadic"]

@@ -7,7 +7,7 @@ import numpy as np
 from ..ir import Graph
 from ..ops.activation import clip_bounds
 
-FUSABLE_PRODUCERS = {"Conv", "Gemm", "MatMul", "Add"}
+FUSABLE_PRODUCERS = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add"}
 
 
 def fuse_activations(g: Graph) -> None:

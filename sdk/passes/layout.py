@@ -18,7 +18,7 @@ from ..ir import Graph, Node
 
 TO_NHWC = [0, 2, 3, 1]
 TO_NCHW = [0, 3, 1, 2]
-SPATIAL = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool"}
+SPATIAL = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}
 UNARY = {"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSwish", "Tanh", "Sqrt", "Exp", "Log", "Erf", "Neg", "Abs",
          "Reciprocal", "HardSigmoid", "Elu", "Selu", "Softplus", "Gelu", "Mish"}
 BINARY = {"Add", "Mul", "Sub", "Div", "Pow", "Min", "Max", "Sum", "PRelu"}

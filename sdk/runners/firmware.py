@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TargetError
+from ..ops import REGISTRY
 from .protocol import decode_outputs, output_dtype, per_input_arrays
 from .qemu_m7 import run_firmware
 
@@ -30,13 +31,9 @@ def run_on_qemu(board, info: dict, samples: list[dict[str, np.ndarray]], progres
 
 
 def node_macs(node, g) -> int:
-    """Multiply-accumulates of one node of the compiled graph (0 for ops without a weight)."""
-    if node.op not in ("Conv", "Gemm", "MatMul") or len(node.inputs) < 2 or g.const(node.inputs[1]) is None:
-        return 0
-    w = g.const(node.inputs[1])
-    out = g.tensors[node.outputs[0]]
-    per_output = w.size // w.shape[0] if node.op == "Conv" else w.size // out.shape[-1]
-    return int(out.size) * int(per_output)
+    """Multiply-accumulates of one node of the compiled graph (its op's count: 0 for ops without a weight)."""
+    op = REGISTRY.get(node.op)
+    return int(op.macs(node, g)) if op is not None else 0
 
 
 def layer_macs(g) -> dict[str, int]:

@@ -9,9 +9,9 @@ declare(SET, "add_f32", In("a", "float"), In("b", "float"), Out("out", "float"),
 declare(SET, "add_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"),
         *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), *I("za zb ma mb shift zy lo hi", "int32_t"))
 declare(SET, "avgpool_f32", In("in", "float"), Out("out", "float"),
-        *I("n h w c oh ow kh kw sh sw pt pl pb pr include_pad"))
+        *I("n h w c oh ow kh kw sh sw pt pl pb pr dh dw include_pad"))
 declare(SET, "avgpool_s8", In("in", "int8_t"), Out("out", "int8_t"),
-        *I("n h w c oh ow kh kw sh sw pt pl pb pr include_pad"), *I("zx zy", "int32_t"), W("mult", "int32_t"),
+        *I("n h w c oh ow kh kw sh sw pt pl pb pr dh dw include_pad"), *I("zx zy", "int32_t"), W("mult", "int32_t"),
         W("shift", "int32_t"))
 declare(SET, "concat_f32", In("in", "float"), Out("out", "float"), *I("offset outer chunk out_stride"))
 declare(SET, "concat_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("offset outer chunk out_stride"),
@@ -22,6 +22,11 @@ declare(SET, "conv2d_s16", In("in", "int16_t"), Out("out", "int16_t"), W("w", "i
         W("mult", "int32_t"), W("shift", "int32_t"), *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups"),
         *I("zx zy lo hi", "int32_t"))
 declare(SET, "conv2d_s8", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
+        W("mult", "int32_t"), W("shift", "int32_t"), *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups"),
+        *I("zx zy lo hi", "int32_t"))
+declare(SET, "convtranspose2d_f32", In("in", "float"), Out("out", "float"), W("w", "float"), W("bias", "float"),
+        *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups"), *F("lo hi"))
+declare(SET, "convtranspose2d_s8", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
         W("mult", "int32_t"), W("shift", "int32_t"), *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups"),
         *I("zx zy lo hi", "int32_t"))
 declare(SET, "copy", In("in", "void"), Out("out", "void"), *I("nbytes"))
@@ -38,15 +43,15 @@ declare(SET, "matmul_f32", In("a", "float"), In("b", "float"), Out("out", "float
         W("b_off", "int32_t"), *I("batch m k n"), *F("lo hi"))
 declare(SET, "matmul_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"), W("a_off", "int32_t"),
         W("b_off", "int32_t"), *I("batch m k n"), *I("za zb mult shift zy lo hi", "int32_t"))
-declare(SET, "maxpool_f32", In("in", "float"), Out("out", "float"), *I("n h w c oh ow kh kw sh sw pt pl pb pr"))
-declare(SET, "maxpool_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("n h w c oh ow kh kw sh sw pt pl pb pr"))
+declare(SET, "maxpool_f32", In("in", "float"), Out("out", "float"), *I("n h w c oh ow kh kw sh sw pt pl pb pr dh dw"))
+declare(SET, "maxpool_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("n h w c oh ow kh kw sh sw pt pl pb pr dh dw"))
 declare(SET, "mul_f32", In("a", "float"), In("b", "float"), Out("out", "float"),
         *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), *F("lo hi"))
 declare(SET, "mul_s8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"),
         *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), *I("za zb mult shift zy lo hi", "int32_t"))
-declare(SET, "pad_f32", In("in", "float"), Out("out", "float"), *I("i0 i1 i2 i3 o0 o1 o2 o3 b0 b1 b2 b3"),
+declare(SET, "pad_f32", In("in", "float"), Out("out", "float"), *I("i0 i1 i2 i3 o0 o1 o2 o3 b0 b1 b2 b3 mode"),
         *F("value"))
-declare(SET, "pad_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("i0 i1 i2 i3 o0 o1 o2 o3 b0 b1 b2 b3"),
+declare(SET, "pad_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("i0 i1 i2 i3 o0 o1 o2 o3 b0 b1 b2 b3 mode"),
         *I("value", "int32_t"))
 declare(SET, "quantize_f32_s8", In("in", "float"), Out("out", "int8_t"), *I("count"), *F("scale"),
         *I("zp", "int32_t"))
