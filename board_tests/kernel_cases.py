@@ -1144,6 +1144,18 @@ def dsp_softmax_wide_rows(b, x):
     return b.op("Softmax", [b.op("Mul", [x[0], b.const(np.float32(100.0), "k")])], axis=-1)
 
 
+@case((1, 3, 5, 9))
+def dsp_transpose_nchw_rgb(b, x):
+    """NCHW -> NHWC of 3 channels (a camera frame): words of 4 pixels, a tail of 1"""
+    return b.op("Transpose", x, perm=[0, 2, 3, 1])
+
+
+@case((1, 4, 3, 10))
+def dsp_transpose_nchw_rgba(b, x):
+    """NCHW -> NHWC of 4 channels: the 4 x 4 byte transpose, a tail of 2 per row"""
+    return b.op("Transpose", x, perm=[0, 2, 3, 1])
+
+
 @case((1, 3, 7, 13), ranges=((-6.0, 6.0),))
 def dsp_softmax_rows(b, x):
     """rows of 13: 32-bit sums and UDIV"""

@@ -45,7 +45,7 @@ TEMPLATES = kc.ROOT / "sdk" / "templates" / "cortex_m_dsp"
 WIDE = ["dsp_softmax_wide_rows"]  # its float input alone is 132 KB: a firmware of its own
 GROUPS = {**kc.M7_GROUPS, "dsp_paths": [c for c in kc.ids_with("dsp_") if c not in WIDE], "dsp_wide": WIDE}
 DSP_KERNELS = {"conv2d_s8_dsp", "conv2d_s8_dsp_dw", "conv2d_s8_dsp_dw3x3", "fc_s8_dsp", "maxpool_s8_dsp",
-               "avgpool_s8_dsp", "add_s8_dsp", "softmax_s8_dsp"}
+               "avgpool_s8_dsp", "add_s8_dsp", "softmax_s8_dsp", "transpose_s8_dsp"}
 FLOAT_SAMPLES, INT8_SAMPLES = 3, 3
 RNG = np.random.default_rng(11)
 
@@ -97,7 +97,8 @@ def test_shared_helpers_live_in_one_header_each():
 
 
 def test_every_dsp_kernel_has_a_header_and_a_rule():
-    assert {p.stem for p in TEMPLATES.glob("*.h") if not p.name.startswith("cuvil_")} == DSP_KERNELS
+    headers = [*TEMPLATES.glob("*.h"), *TEMPLATES.glob("*.h.j2")]
+    assert {p.name.split(".")[0] for p in headers if not p.name.startswith("cuvil_")} == DSP_KERNELS
     assert get_board(DSP).kernels == ("cortex_m_dsp",) and get_board(PORTABLE).kernels == ("portable",)
 
 
@@ -172,7 +173,7 @@ def test_every_dsp_kernel_ran_and_every_dsp_case_reached_one(grid):
     used = {layer["kernel"] for group in GROUPS for layer in grid(group).info[DSP]["layers"]}
     assert DSP_KERNELS <= used, f"never chosen: {sorted(DSP_KERNELS - used)}"
     layers = grid("dsp_paths").info[DSP]["layers"]
-    kinds = ("Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Softmax")
+    kinds = ("Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Softmax", "Transpose")
     for cid in GROUPS["dsp_paths"]:
         mine = [layer for layer in layers if layer["name"].startswith(cid + "_") and layer["op"] in kinds]
         assert mine and all(layer["kernel"] in DSP_KERNELS for layer in mine), (cid, mine)

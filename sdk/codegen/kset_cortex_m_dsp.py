@@ -353,8 +353,14 @@ def softmax_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     return kernel(SET, "softmax_s8_dsp")(**args, wide=int(c["cols"] >= 1 << 15))
 
 
+def transpose_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
+    """Every int8 transpose (word-wise interleaving for the NCHW -> NHWC of 3 or 4 channels)."""
+    return kernel(SET, "transpose_s8_dsp")(**c.args)
+
+
 @register_kernel_set
 class CortexMDsp(KernelSet):
     name = SET
     rules = {"conv2d_s8": conv_rule, "fc_s8": fc_rule, "maxpool_s8": maxpool_rule,
-             "avgpool_s8": avgpool_rule, "add_s8": add_rule, "softmax_s8": softmax_rule}
+             "avgpool_s8": avgpool_rule, "add_s8": add_rule, "softmax_s8": softmax_rule,
+             "transpose_s8": transpose_rule}

@@ -23,3 +23,4 @@ declare(SET, "fc_s8_dsp", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int1
 declare(SET, "maxpool_s8_dsp", In("in", "int8_t"), Out("out", "int8_t"), *I("n h w c oh ow kh kw sh sw pt pl"))
 declare(SET, "softmax_s8_dsp", In("in", "int8_t"), Out("out", "int8_t"), *I("rows cols"), W("exp_table", "int32_t"),
         *I("wide"))
+declare(SET, "transpose_s8_dsp", In("in", "int8_t"), Out("out", "int8_t"), *I("o0 o1 o2 o3 s0 s1 s2 s3"))
