@@ -1,7 +1,8 @@
 """Resize and Upsample: nearest (an index remap, see movement.py) and linear / bilinear.
 
-Coordinate transformation modes: half_pixel, pytorch_half_pixel, align_corners, asymmetric
-(what exporters write); scales or sizes as constant inputs. Nearest rounding modes:
+Coordinate transformation modes: half_pixel, half_pixel_symmetric, pytorch_half_pixel,
+align_corners, asymmetric; scales or sizes as constant inputs, on every axis or on those of
+the `axes` attribute; keep_aspect_ratio_policy (stretch, not_larger, not_smaller). Nearest rounding modes:
 round_prefer_floor, round_prefer_ceil, floor, ceil.
 
 Linear interpolates along the last two axes (H, W; the last one only for a 3-D tensor),
@@ -22,21 +23,27 @@ from .common import Buf, Weight, optional_input, require
 from .movement import VARIANT, Remap, strides_of
 from .registry import register
 
-COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+COORD_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric")
+ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 WEIGHT_BITS = 11
 ONE = 1 << WEIGHT_BITS
 
 
 def source_coords(out_len: int, in_len: int, scale: float, mode: str) -> np.ndarray:
-    """The input coordinate of each output index (ONNX Resize, before rounding or clamping)."""
+    """The input coordinate of each output index (ONNX Resize, before rounding or clamping).
+    As in the ONNX reference, align_corners and half_pixel_symmetric use the unrounded output
+    length scale * in_len (it differs from out_len when the scales are given)."""
     x = np.arange(out_len, dtype=np.float64)
+    out_f = scale * in_len
     if mode == "half_pixel":
         return (x + 0.5) / scale - 0.5
+    if mode == "half_pixel_symmetric":
+        return in_len / 2 * (1 - out_len / out_f) + (x + 0.5) / scale - 0.5
     if mode == "pytorch_half_pixel":
         return (x + 0.5) / scale - 0.5 if out_len > 1 else np.zeros(out_len)
     if mode == "align_corners":
-        return x * (in_len - 1) / (out_len - 1) if out_len > 1 else np.zeros(out_len)
+        return x * (in_len - 1) / (out_f - 1) if out_f != 1 else np.zeros(out_len)
     return x / scale  # asymmetric
 
 
@@ -177,11 +184,26 @@ def sizes_from_scales(node: Node, shape: tuple[int, ...], scales: list[float]) -
     return sizes
 
 
+def sizes_with_policy(shape: tuple[int, ...], given: dict[int, int], policy: str) -> tuple[list[float], list[int]]:
+    """Scales and sizes from the sizes input (axis -> size). not_larger / not_smaller keep the
+    aspect ratio: one scale, the smallest / largest of the resized axes', and sizes rounded half
+    up (ONNX reference)."""
+    sizes = [given.get(a, d) for a, d in enumerate(shape)]
+    scales = [o / i for o, i in zip(sizes, shape)]
+    if policy == "stretch":
+        return scales, sizes
+    pick = min if policy == "not_larger" else max
+    scale = pick(scales[a] for a in given)
+    return ([scale if a in given else 1.0 for a in range(len(shape))],
+            [int(scale * d + 0.5) if a in given else d for a, d in enumerate(shape)])
+
+
 @register
 class Resize(ResizeBase):
     op_type = "Resize"
-    summary = ("nearest (4 rounding modes) and linear on the last two axes; half_pixel, pytorch_half_pixel, "
-               "align_corners, asymmetric; constant scales or sizes")
+    summary = ("nearest (4 rounding modes) and linear on the last two axes; half_pixel, half_pixel_symmetric, "
+               "pytorch_half_pixel, align_corners, asymmetric; constant scales or sizes; axes; "
+               "keep_aspect_ratio_policy")
 
     def coord_mode(self, node):
         return str(node.attrs.get("coordinate_transformation_mode", "half_pixel"))
@@ -191,25 +213,42 @@ class Resize(ResizeBase):
 
     def check(self, node, g):
         require(not node.attrs.get("antialias", 0), node, "antialias is not supported")
-        require("axes" not in node.attrs, node, "the axes attribute is not supported")
-        policy = node.attrs.get("keep_aspect_ratio_policy", "stretch")
-        require(policy == "stretch", node, f"keep_aspect_ratio_policy '{policy}' is not supported")
+        policy = self.aspect_policy(node)
+        require(policy in ASPECT_POLICIES, node, f"keep_aspect_ratio_policy '{policy}' is not supported "
+                                                 f"({', '.join(ASPECT_POLICIES)} are)")
         super().check(node, g)
+
+    @staticmethod
+    def aspect_policy(node: Node) -> str:
+        return str(node.attrs.get("keep_aspect_ratio_policy", "stretch"))
+
+    def axes(self, node: Node, rank: int) -> list[int]:
+        """The axes that scales, sizes and roi name (all of them without the attribute)."""
+        axes = [int(a) for a in node.attrs.get("axes", range(rank))]
+        require(all(-rank <= a < rank for a in axes), node, f"axes {axes} are out of range for rank {rank}")
+        axes = [a % rank for a in axes]
+        require(len(set(axes)) == len(axes), node, f"axes {axes} repeat an axis")
+        return axes
 
     def scales_sizes(self, node, g):
         shape = g.tensors[node.inputs[0]].shape
+        axes = self.axes(node, len(shape))
         sizes_name, scales_name = optional_input(node, 3), optional_input(node, 2)
         if sizes_name:
-            sizes = g.const(sizes_name)
-            require(sizes is not None, node, "sizes must be a constant")
-            sizes = [int(s) for s in sizes.reshape(-1)]
-            require(len(sizes) == len(shape) and min(sizes) > 0, node,
-                    f"sizes {sizes} must be positive, one per dimension of {shape}")
-            return [o / i for o, i in zip(sizes, shape)], sizes
+            given = g.const(sizes_name)
+            require(given is not None, node, "sizes must be a constant")
+            given = [int(s) for s in given.reshape(-1)]
+            require(len(given) == len(axes) and min(given) > 0, node,
+                    f"sizes {given} must be positive, one per resized axis of {shape}")
+            return sizes_with_policy(shape, dict(zip(axes, given)), self.aspect_policy(node))
         scales = g.const(scales_name) if scales_name else None
         require(scales is not None and scales.size > 0, node, "scales or sizes must be a constant input")
         scales = [float(s) for s in scales.reshape(-1)]
-        return scales, sizes_from_scales(node, shape, scales)
+        require(len(scales) == len(axes), node, f"{len(scales)} scales for {len(axes)} resized axes")
+        full = [1.0] * len(shape)
+        for a, s in zip(axes, scales):
+            full[a] = s
+        return full, sizes_from_scales(node, shape, full)
 
 
 @register
