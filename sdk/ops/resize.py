@@ -66,6 +66,33 @@ def linear_taps(coords: np.ndarray, in_len: int) -> tuple[np.ndarray, np.ndarray
     return lo, np.minimum(lo + 1, in_len - 1), x - lo
 
 
+def cubic_taps(coords: np.ndarray, in_len: int, a: float, exclude_outside: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, weights), each (out_len, 4): the ONNX reference's cubic convolution. The four
+    taps are floor(x)-1 .. floor(x)+2 (x-2 .. x+1 when x is whole, with ratio 1), edge-clamped;
+    exclude_outside drops the taps outside the input and renormalizes."""
+    lo = np.floor(coords)
+    whole = coords == lo
+    r = np.where(whole, 1.0, coords - lo)
+    idx = (np.where(whole, lo - 2, lo - 1).astype(np.int64))[:, None] + np.arange(4)[None, :]
+    d = np.stack([r + 1, r, 1 - r, 2 - r], axis=1)  # distance of each tap from x
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    w = np.where(np.abs(d) <= 1, near, far)
+    if exclude_outside:
+        w = np.where((idx < 0) | (idx >= in_len), 0.0, w)
+        w = w / w.sum(axis=1, keepdims=True)
+    return np.clip(idx, 0, in_len - 1), w
+
+
+def q_taps(w: np.ndarray) -> np.ndarray:
+    """Q11 tap weights whose rows sum to exactly 2048 (the rounding error goes to the largest tap),
+    so that a constant input, and the zero point, pass through unchanged."""
+    q = np.round(w * ONE).astype(np.int64)
+    big = np.argmax(np.abs(w), axis=1)
+    q[np.arange(len(q)), big] += ONE - q.sum(axis=1)
+    return q
+
+
 class ResizeBase(Remap):
     """Shared by Resize and Upsample: the per-axis scales and output sizes, then either the
     nearest tables (Remap) or the linear kernel."""
@@ -84,8 +111,8 @@ class ResizeBase(Remap):
 
     def check(self, node, g):
         mode = self.mode(node)
-        require(mode in ("nearest", "linear", "bilinear"), node, f"mode '{mode}' is not supported "
-                                                                 f"(nearest and linear are)")
+        require(mode in ("nearest", "linear", "bilinear", "cubic"), node,
+                f"mode '{mode}' is not supported (nearest, linear and cubic are)")
         coord = self.coord_mode(node)
         require(coord in COORD_MODES, node, f"coordinate_transformation_mode '{coord}' is not supported "
                                             f"({', '.join(COORD_MODES)} are)")
@@ -96,7 +123,7 @@ class ResizeBase(Remap):
         if mode != "nearest":
             _, sizes = self.scales_sizes(node, g)
             require(len(shape) >= 2 and tuple(sizes[:-2]) == tuple(shape[:-2]), node,
-                    "linear mode resizes only the last two axes")
+                    f"{mode} mode resizes only the last two axes")
         super().check(node, g)
 
     def table_dims(self, node, g):
@@ -124,9 +151,58 @@ class ResizeBase(Remap):
         return {"outer": int(np.prod(shape[:-2], dtype=np.int64)), "h": h, "w": w,
                 "y0": y0 * w, "y1": y1 * w, "fy": fy, "x0": x0, "x1": x1, "fx": fx}
 
+    def cubic_geometry(self, node: Node, g: Graph) -> dict:
+        """Row offsets and weights (oh, 4) along H, column indices and weights (ow, 4) along W."""
+        shape = g.tensors[node.inputs[0]].shape
+        coords = self.axis_coords(node, g)
+        a = float(node.attrs.get("cubic_coeff_a", -0.75))
+        exclude = bool(node.attrs.get("exclude_outside", 0))
+        h, w = shape[-2:]
+        ys, wy = cubic_taps(coords[-2], h, a, exclude)
+        xs, wx = cubic_taps(coords[-1], w, a, exclude)
+        return {"outer": int(np.prod(shape[:-2], dtype=np.int64)), "h": h, "w": w,
+                "ys": ys * w, "wy": wy, "xs": xs, "wx": wx}
+
+    @staticmethod
+    def blend_taps(x: np.ndarray, geo: dict, wy: np.ndarray, wx: np.ndarray) -> np.ndarray:
+        """(outer, oh, ow): sum_i wy[y, i] * sum_j wx[x, j] * x[ys[y, i] + xs[x, j]] (the kernel's order)."""
+        taps = x[:, geo["ys"][:, :, None, None] + geo["xs"][None, None, :, :]]  # outer, oh, ky, ow, kx
+        rows = (taps * wx[None, None, None]).sum(axis=-1)
+        return (rows * wy[None, :, :, None]).sum(axis=2)
+
+    def run_taps(self, node: Node, g: Graph, x: np.ndarray) -> np.ndarray:
+        geo = self.cubic_geometry(node, g)
+        flat = x.reshape(geo["outer"], -1)
+        shape = self.infer(node, g)[0]
+        if x.dtype == np.float32:
+            return self.blend_taps(flat, geo, geo["wy"].astype(np.float32), geo["wx"].astype(np.float32)).reshape(shape)
+        acc = self.blend_taps(flat.astype(np.int64), geo, q_taps(geo["wy"]), q_taps(geo["wx"]))
+        info = np.iinfo(x.dtype)
+        out = np.clip((acc + (1 << (2 * WEIGHT_BITS - 1))) >> (2 * WEIGHT_BITS), info.min, info.max)
+        return out.astype(x.dtype).reshape(shape)
+
+    def lower_taps(self, node: Node, g: Graph):
+        geo = self.cubic_geometry(node, g)
+        variant = VARIANT[g.tensors[node.outputs[0]].dtype]
+        require(variant in ("s8", "f32"), node, "cubic mode has no 16-bit kernel")
+        if variant == "s8":
+            wy, wx = q_taps(geo["wy"]), q_taps(geo["wx"])
+            # keeps the int32 column sum and the int64 row sum of the kernel exact
+            require(max(np.abs(wy).sum(axis=1).max(), np.abs(wx).sum(axis=1).max()) < 1 << 16, node,
+                    "cubic_coeff_a is too large for the int8 kernel")
+            wy, wx = Weight("wy", wy.astype(np.int32), "int32_t"), Weight("wx", wx.astype(np.int32), "int32_t")
+        else:
+            wy, wx = Weight("wy", geo["wy"].astype(np.float32), "float"), Weight("wx", geo["wx"].astype(np.float32), "float")
+        return call(f"resize_taps_{variant}", in_=Buf(node.inputs[0], const=True), out=Buf(node.outputs[0]),
+                    outer=geo["outer"], h=geo["h"], w=geo["w"], oh=len(geo["ys"]), ow=len(geo["xs"]), ky=4, kx=4,
+                    ys=Weight("ys", geo["ys"].astype(np.int32), "int32_t"), wy=wy,
+                    xs=Weight("xs", geo["xs"].astype(np.int32), "int32_t"), wx=wx)
+
     def run_float(self, node, g, xs):
         if self.mode(node) == "nearest":
             return super().run_float(node, g, xs)
+        if self.mode(node) == "cubic":
+            return [self.run_taps(node, g, xs[0].astype(np.float32))]
         geo = self.linear_geometry(node, g)
         x = xs[0].reshape(geo["outer"], -1).astype(np.float32)
         fy, fx = geo["fy"].astype(np.float32)[:, None], geo["fx"].astype(np.float32)[None, :]
@@ -145,6 +221,8 @@ class ResizeBase(Remap):
     def run_int(self, node, g, xs):
         if self.mode(node) == "nearest":
             return super().run_int(node, g, xs)
+        if self.mode(node) == "cubic":
+            return [self.run_taps(node, g, xs[0])]
         geo = self.linear_geometry(node, g)
         x = xs[0].reshape(geo["outer"], -1).astype(np.int64)
         wy, wx = self.q_weights(geo["fy"]).astype(np.int64)[:, None], self.q_weights(geo["fx"]).astype(np.int64)[None, :]
@@ -160,6 +238,8 @@ class ResizeBase(Remap):
     def lower(self, node, g, precision):
         if self.mode(node) == "nearest":
             return super().lower(node, g, precision)
+        if self.mode(node) == "cubic":
+            return self.lower_taps(node, g)
         geo = self.linear_geometry(node, g)
         variant = VARIANT[g.tensors[node.outputs[0]].dtype]
         require(variant in ("s8", "f32"), node, "linear mode has no 16-bit kernel")
@@ -201,7 +281,7 @@ def sizes_with_policy(shape: tuple[int, ...], given: dict[int, int], policy: str
 @register
 class Resize(ResizeBase):
     op_type = "Resize"
-    summary = ("nearest (4 rounding modes) and linear on the last two axes; half_pixel, half_pixel_symmetric, "
+    summary = ("nearest (4 rounding modes), linear and cubic on the last two axes; half_pixel, half_pixel_symmetric, "
                "pytorch_half_pixel, align_corners, asymmetric; constant scales or sizes; axes; "
                "keep_aspect_ratio_policy")
 
