@@ -1246,6 +1246,14 @@ def shape_resize_axes_policy(b, x):
                 keep_aspect_ratio_policy="not_smaller", coordinate_transformation_mode="half_pixel_symmetric")
 
 
+@case((1, 2, 5, 6), opset=18)
+def shape_resize_tf_crop(b, x):
+    """tf_crop_and_resize on axes (2, 3), the crop partly outside: those outputs get extrapolation_value"""
+    roi = b.const([0.2, -0.3, 1.4, 0.9], "roi")
+    return b.op("Resize", [x[0], roi, "", i64(b, [4, 5])], mode="linear", axes=[2, 3],
+                coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=0.75)
+
+
 @case((1, 3, 4, 5), (1, 3, 1, 5), ranges=((-1.0, 2.0), (-3.0, 0.5)))
 def shape_where_two_inputs(b, x):
     """a constant mask broadcast over channels, both operands run-time (different scales)"""
@@ -1296,6 +1304,7 @@ FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", 
               "shape_slice_neg_step", "shape_split_3", "shape_depthtospace_crd",
               "shape_resize_nearest", "shape_resize_linear_halfpixel", "shape_resize_linear_align",
               "shape_resize_cubic_halfpixel", "shape_resize_cubic_align_exclude", "shape_resize_axes_policy",
+              "shape_resize_tf_crop",
               "shape_where_two_inputs", "shape_where_const_fill",
               "conv_1d_stride2_pad", "maxpool_1d_ceil", "avgpool_1d_include_pad", "global_maxpool",
               "global_avgpool_1d", "global_maxpool_3d", "maxpool_dilated_ceil", "avgpool_dilated_include_pad",

@@ -19,18 +19,21 @@ import numpy as np
 
 from ..codegen.kernel_api import call
 from ..ir import Graph, Node
-from .common import Buf, Weight, optional_input, require
+from ..quant.requant import quantize_float
+from .common import Buf, Weight, optional_input, qparams_of, require
 from .movement import VARIANT, Remap, strides_of
 from .registry import register
 
-COORD_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric")
+COORD_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+               "tf_crop_and_resize")
 ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 WEIGHT_BITS = 11
 ONE = 1 << WEIGHT_BITS
 
 
-def source_coords(out_len: int, in_len: int, scale: float, mode: str) -> np.ndarray:
+def source_coords(out_len: int, in_len: int, scale: float, mode: str,
+                  roi: tuple[float, float] = (0.0, 1.0)) -> np.ndarray:
     """The input coordinate of each output index (ONNX Resize, before rounding or clamping).
     As in the ONNX reference, align_corners and half_pixel_symmetric use the unrounded output
     length scale * in_len (it differs from out_len when the scales are given)."""
@@ -38,6 +41,9 @@ def source_coords(out_len: int, in_len: int, scale: float, mode: str) -> np.ndar
     out_f = scale * in_len
     if mode == "half_pixel":
         return (x + 0.5) / scale - 0.5
+    if mode == "tf_crop_and_resize":  # roi: the crop's start and end, as fractions of in_len - 1
+        span = (roi[1] - roi[0]) * (in_len - 1)
+        return (np.full(out_len, span / 2) if out_f == 1 else x * span / (out_f - 1)) + roi[0] * (in_len - 1)
     if mode == "half_pixel_symmetric":
         return in_len / 2 * (1 - out_len / out_f) + (x + 0.5) / scale - 0.5
     if mode == "pytorch_half_pixel":
@@ -116,6 +122,8 @@ class ResizeBase(Remap):
         coord = self.coord_mode(node)
         require(coord in COORD_MODES, node, f"coordinate_transformation_mode '{coord}' is not supported "
                                             f"({', '.join(COORD_MODES)} are)")
+        require(coord != "tf_crop_and_resize" or mode != "nearest", node,
+                "tf_crop_and_resize is supported in linear and cubic modes")
         require(self.nearest_mode(node) in NEAREST_MODES, node,
                 f"nearest_mode '{self.nearest_mode(node)}' is not supported")
         shape = g.tensors[node.inputs[0]].shape
@@ -129,10 +137,19 @@ class ResizeBase(Remap):
     def table_dims(self, node, g):
         return [tuple(self.scales_sizes(node, g)[1])]
 
+    def rois(self, node: Node, g: Graph) -> list[tuple[float, float]]:
+        """Per axis, the crop (start, end) of tf_crop_and_resize; the whole axis otherwise."""
+        return [(0.0, 1.0)] * len(g.tensors[node.inputs[0]].shape)
+
+    def uses_taps(self, node: Node) -> bool:
+        """Cubic, and the extrapolating tf_crop_and_resize, run on the tap kernel."""
+        return self.mode(node) == "cubic" or self.coord_mode(node) == "tf_crop_and_resize"
+
     def axis_coords(self, node: Node, g: Graph) -> list[np.ndarray]:
         shape = g.tensors[node.inputs[0]].shape
         scales, sizes = self.scales_sizes(node, g)
-        return [source_coords(o, i, s, self.coord_mode(node)) for o, i, s in zip(sizes, shape, scales)]
+        return [source_coords(o, i, s, self.coord_mode(node), r)
+                for o, i, s, r in zip(sizes, shape, scales, self.rois(node, g))]
 
     def tables(self, node, g):
         shape = g.tensors[node.inputs[0]].shape
@@ -151,17 +168,34 @@ class ResizeBase(Remap):
         return {"outer": int(np.prod(shape[:-2], dtype=np.int64)), "h": h, "w": w,
                 "y0": y0 * w, "y1": y1 * w, "fy": fy, "x0": x0, "x1": x1, "fx": fx}
 
-    def cubic_geometry(self, node: Node, g: Graph) -> dict:
-        """Row offsets and weights (oh, 4) along H, column indices and weights (ow, 4) along W."""
+    def axis_taps(self, node: Node, coords: np.ndarray, in_len: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.mode(node) == "cubic":
+            return cubic_taps(coords, in_len, float(node.attrs.get("cubic_coeff_a", -0.75)),
+                              bool(node.attrs.get("exclude_outside", 0)))
+        lo, hi, frac = linear_taps(coords, in_len)
+        return np.stack([lo, hi], axis=1), np.stack([1 - frac, frac], axis=1)
+
+    def taps_geometry(self, node: Node, g: Graph) -> dict:
+        """Row offsets and weights (oh, taps) along H, column indices and weights (ow, taps) along W,
+        and which rows and columns fall outside a tf_crop_and_resize crop (they get the fill)."""
         shape = g.tensors[node.inputs[0]].shape
         coords = self.axis_coords(node, g)
-        a = float(node.attrs.get("cubic_coeff_a", -0.75))
-        exclude = bool(node.attrs.get("exclude_outside", 0))
         h, w = shape[-2:]
-        ys, wy = cubic_taps(coords[-2], h, a, exclude)
-        xs, wx = cubic_taps(coords[-1], w, a, exclude)
+        ys, wy = self.axis_taps(node, coords[-2], h)
+        xs, wx = self.axis_taps(node, coords[-1], w)
+        crop = self.coord_mode(node) == "tf_crop_and_resize"
         return {"outer": int(np.prod(shape[:-2], dtype=np.int64)), "h": h, "w": w,
-                "ys": ys * w, "wy": wy, "xs": xs, "wx": wx}
+                "ys": ys * w, "wy": wy, "xs": xs, "wx": wx,
+                "outy": crop & ((coords[-2] < 0) | (coords[-2] > h - 1)),
+                "outx": crop & ((coords[-1] < 0) | (coords[-1] > w - 1))}
+
+    def fill(self, node: Node, g: Graph, quantized: bool) -> float | int:
+        """The value of extrapolated outputs: extrapolation_value, as a code of the output for int8."""
+        value = float(node.attrs.get("extrapolation_value", 0.0))
+        if not quantized:
+            return value
+        scale, zero_point = qparams_of(g, node.outputs[0])
+        return int(quantize_float(np.float32(value), scale, zero_point))
 
     @staticmethod
     def blend_taps(x: np.ndarray, geo: dict, wy: np.ndarray, wx: np.ndarray) -> np.ndarray:
@@ -171,20 +205,23 @@ class ResizeBase(Remap):
         return (rows * wy[None, :, :, None]).sum(axis=2)
 
     def run_taps(self, node: Node, g: Graph, x: np.ndarray) -> np.ndarray:
-        geo = self.cubic_geometry(node, g)
+        geo = self.taps_geometry(node, g)
         flat = x.reshape(geo["outer"], -1)
         shape = self.infer(node, g)[0]
+        outside = geo["outy"][:, None] | geo["outx"][None, :]
         if x.dtype == np.float32:
-            return self.blend_taps(flat, geo, geo["wy"].astype(np.float32), geo["wx"].astype(np.float32)).reshape(shape)
+            out = self.blend_taps(flat, geo, geo["wy"].astype(np.float32), geo["wx"].astype(np.float32))
+            return np.where(outside, np.float32(self.fill(node, g, False)), out).astype(np.float32).reshape(shape)
         acc = self.blend_taps(flat.astype(np.int64), geo, q_taps(geo["wy"]), q_taps(geo["wx"]))
         info = np.iinfo(x.dtype)
         out = np.clip((acc + (1 << (2 * WEIGHT_BITS - 1))) >> (2 * WEIGHT_BITS), info.min, info.max)
+        out = np.where(outside, self.fill(node, g, True), out) if outside.any() else out
         return out.astype(x.dtype).reshape(shape)
 
     def lower_taps(self, node: Node, g: Graph):
-        geo = self.cubic_geometry(node, g)
+        geo = self.taps_geometry(node, g)
         variant = VARIANT[g.tensors[node.outputs[0]].dtype]
-        require(variant in ("s8", "f32"), node, "cubic mode has no 16-bit kernel")
+        require(variant in ("s8", "f32"), node, f"{self.mode(node)} mode has no 16-bit kernel")
         if variant == "s8":
             wy, wx = q_taps(geo["wy"]), q_taps(geo["wx"])
             # keeps the int32 column sum and the int64 row sum of the kernel exact
@@ -193,15 +230,17 @@ class ResizeBase(Remap):
             wy, wx = Weight("wy", wy.astype(np.int32), "int32_t"), Weight("wx", wx.astype(np.int32), "int32_t")
         else:
             wy, wx = Weight("wy", geo["wy"].astype(np.float32), "float"), Weight("wx", geo["wx"].astype(np.float32), "float")
+        ys, xs = geo["ys"].copy(), geo["xs"].copy()
+        ys[geo["outy"], 0], xs[geo["outx"], 0] = -1, -1  # a negative first tap: the output is the fill
         return call(f"resize_taps_{variant}", in_=Buf(node.inputs[0], const=True), out=Buf(node.outputs[0]),
-                    outer=geo["outer"], h=geo["h"], w=geo["w"], oh=len(geo["ys"]), ow=len(geo["xs"]), ky=4, kx=4,
-                    ys=Weight("ys", geo["ys"].astype(np.int32), "int32_t"), wy=wy,
-                    xs=Weight("xs", geo["xs"].astype(np.int32), "int32_t"), wx=wx)
+                    outer=geo["outer"], h=geo["h"], w=geo["w"], oh=len(ys), ow=len(xs), ky=ys.shape[1], kx=xs.shape[1],
+                    ys=Weight("ys", ys.astype(np.int32), "int32_t"), wy=wy,
+                    xs=Weight("xs", xs.astype(np.int32), "int32_t"), wx=wx, fill=self.fill(node, g, variant == "s8"))
 
     def run_float(self, node, g, xs):
         if self.mode(node) == "nearest":
             return super().run_float(node, g, xs)
-        if self.mode(node) == "cubic":
+        if self.uses_taps(node):
             return [self.run_taps(node, g, xs[0].astype(np.float32))]
         geo = self.linear_geometry(node, g)
         x = xs[0].reshape(geo["outer"], -1).astype(np.float32)
@@ -221,7 +260,7 @@ class ResizeBase(Remap):
     def run_int(self, node, g, xs):
         if self.mode(node) == "nearest":
             return super().run_int(node, g, xs)
-        if self.mode(node) == "cubic":
+        if self.uses_taps(node):
             return [self.run_taps(node, g, xs[0])]
         geo = self.linear_geometry(node, g)
         x = xs[0].reshape(geo["outer"], -1).astype(np.int64)
@@ -238,7 +277,7 @@ class ResizeBase(Remap):
     def lower(self, node, g, precision):
         if self.mode(node) == "nearest":
             return super().lower(node, g, precision)
-        if self.mode(node) == "cubic":
+        if self.uses_taps(node):
             return self.lower_taps(node, g)
         geo = self.linear_geometry(node, g)
         variant = VARIANT[g.tensors[node.outputs[0]].dtype]
@@ -309,6 +348,20 @@ class Resize(ResizeBase):
         axes = [a % rank for a in axes]
         require(len(set(axes)) == len(axes), node, f"axes {axes} repeat an axis")
         return axes
+
+    def rois(self, node, g):
+        rank = len(g.tensors[node.inputs[0]].shape)
+        if self.coord_mode(node) != "tf_crop_and_resize":
+            return super().rois(node, g)
+        axes = self.axes(node, rank)
+        roi = g.const(optional_input(node, 1)) if optional_input(node, 1) else None
+        require(roi is not None and roi.size == 2 * len(axes), node,
+                f"tf_crop_and_resize needs a constant roi of {2 * len(axes)} values")
+        roi = [float(v) for v in roi.reshape(-1)]
+        crops = [(0.0, 1.0)] * rank
+        for k, a in enumerate(axes):
+            crops[a] = (roi[k], roi[len(axes) + k])
+        return crops
 
     def scales_sizes(self, node, g):
         shape = g.tensors[node.inputs[0]].shape
