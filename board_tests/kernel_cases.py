@@ -1254,6 +1254,12 @@ def shape_resize_tf_crop(b, x):
                 coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=0.75)
 
 
+@case((1, 2, 9, 11), opset=18)
+def shape_resize_antialias(b, x):
+    """antialiased downscale (cubic, 0.4 x 0.3): the stretched kernel has 10 and 14 taps"""
+    return b.op("Resize", [x[0], "", b.const([1, 1, 0.4, 0.3], "scales")], mode="cubic", antialias=1)
+
+
 @case((1, 3, 4, 5), (1, 3, 1, 5), ranges=((-1.0, 2.0), (-3.0, 0.5)))
 def shape_where_two_inputs(b, x):
     """a constant mask broadcast over channels, both operands run-time (different scales)"""
@@ -1304,7 +1310,7 @@ FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", 
               "shape_slice_neg_step", "shape_split_3", "shape_depthtospace_crd",
               "shape_resize_nearest", "shape_resize_linear_halfpixel", "shape_resize_linear_align",
               "shape_resize_cubic_halfpixel", "shape_resize_cubic_align_exclude", "shape_resize_axes_policy",
-              "shape_resize_tf_crop",
+              "shape_resize_tf_crop", "shape_resize_antialias",
               "shape_where_two_inputs", "shape_where_const_fill",
               "conv_1d_stride2_pad", "maxpool_1d_ceil", "avgpool_1d_include_pad", "global_maxpool",
               "global_avgpool_1d", "global_maxpool_3d", "maxpool_dilated_ceil", "avgpool_dilated_include_pad",

@@ -1,19 +1,29 @@
-"""Resize and Upsample: nearest (an index remap, see movement.py) and linear / bilinear.
+"""Resize and Upsample: nearest (an index remap, see movement.py), linear / bilinear, cubic.
 
 Coordinate transformation modes: half_pixel, half_pixel_symmetric, pytorch_half_pixel,
-align_corners, asymmetric; scales or sizes as constant inputs, on every axis or on those of
-the `axes` attribute; keep_aspect_ratio_policy (stretch, not_larger, not_smaller). Nearest rounding modes:
-round_prefer_floor, round_prefer_ceil, floor, ceil.
+align_corners, asymmetric, tf_crop_and_resize (constant roi, extrapolation_value); scales or
+sizes as constant inputs, on every axis or on those of the `axes` attribute;
+keep_aspect_ratio_policy (stretch, not_larger, not_smaller). Nearest rounding modes:
+round_prefer_floor, round_prefer_ceil, floor, ceil. Coordinates, taps and weights follow the
+ONNX reference implementation (onnx.reference.ops.op_resize).
 
-Linear interpolates along the last two axes (H, W; the last one only for a 3-D tensor),
-the leading axes must keep their size. Per output row and column Python computes the two
+Linear and cubic interpolate along the last two axes (H, W); the leading axes must keep their
+size. Plain linear runs on resize_linear: per output row and column Python computes the two
 source offsets and the weight of the second one; the kernel blends four values.
 int8 rule: the output keeps the input's scale and zero point; the weights are rounded to
 Q11 (wy + (2048 - wy) = 2048), the blend of the four int8 codes is exact in int32 (at most
 2^29 in magnitude) and rounded once: (acc + 2^21) >> 22. As the weights sum to one the
 zero point passes through unchanged.
+Cubic (cubic_coeff_a, exclude_outside), antialias (linear and cubic: the filter stretched by
+1 / scale when downscaling) and tf_crop_and_resize run on resize_taps: n taps per output row
+and column (offsets and weights from Python). Its int8 rule: Q11 taps rounded so that each
+row's sum is exactly 2048 (the zero point passes through), the blend exact (int32 per row,
+int64 in all), rounded once as above and saturated (cubic overshoots); outputs outside a
+tf_crop_and_resize crop are the code of extrapolation_value.
 """
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
@@ -72,22 +82,45 @@ def linear_taps(coords: np.ndarray, in_len: int) -> tuple[np.ndarray, np.ndarray
     return lo, np.minimum(lo + 1, in_len - 1), x - lo
 
 
-def cubic_taps(coords: np.ndarray, in_len: int, a: float, exclude_outside: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(indices, weights), each (out_len, 4): the ONNX reference's cubic convolution. The four
-    taps are floor(x)-1 .. floor(x)+2 (x-2 .. x+1 when x is whole, with ratio 1), edge-clamped;
-    exclude_outside drops the taps outside the input and renormalizes."""
+def window_taps(coords: np.ndarray, in_len: int, weights: Callable[[np.ndarray], np.ndarray],
+                exclude_outside: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, weights), each (out_len, n): the ONNX reference's taps for a filter of an even
+    number n of taps. ratio = x - floor(x) (1 when x is whole); the taps run from
+    floor(x) - n/2 + 1 (one lower when x is whole), edge-clamped; exclude_outside drops the
+    taps outside the input and renormalizes."""
     lo = np.floor(coords)
     whole = coords == lo
-    r = np.where(whole, 1.0, coords - lo)
-    idx = (np.where(whole, lo - 2, lo - 1).astype(np.int64))[:, None] + np.arange(4)[None, :]
-    d = np.stack([r + 1, r, 1 - r, 2 - r], axis=1)  # distance of each tap from x
-    near = ((a + 2) * d - (a + 3)) * d * d + 1
-    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
-    w = np.where(np.abs(d) <= 1, near, far)
+    w = weights(np.where(whole, 1.0, coords - lo))
+    n = w.shape[1]
+    idx = np.where(whole, lo - n // 2, lo - n // 2 + 1).astype(np.int64)[:, None] + np.arange(n)[None, :]
     if exclude_outside:
         w = np.where((idx < 0) | (idx >= in_len), 0.0, w)
         w = w / w.sum(axis=1, keepdims=True)
     return np.clip(idx, 0, in_len - 1), w
+
+
+def cubic_weights(a: float, scale: float) -> Callable[[np.ndarray], np.ndarray]:
+    """Cubic convolution weights of each ratio; with scale < 1 (antialias when downscaling) the
+    kernel is stretched by 1 / scale over more taps and the weights normalized."""
+    start = int(np.floor(-2 / scale) + 1)
+
+    def weights(r: np.ndarray) -> np.ndarray:
+        d = np.abs(scale * (np.arange(start, 2 - start)[None, :] - r[:, None]))
+        near = ((a + 2) * d - (a + 3)) * d * d + 1
+        far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+        w = np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+        return w / w.sum(axis=1, keepdims=True) if scale < 1 else w
+    return weights
+
+
+def linear_weights(scale: float) -> Callable[[np.ndarray], np.ndarray]:
+    """Triangle filter weights (linear: 2 taps; antialias downscaling: stretched by 1 / scale)."""
+    start = int(np.floor(-1 / scale) + 1)
+
+    def weights(r: np.ndarray) -> np.ndarray:
+        w = np.clip(1 - np.abs((np.arange(start, 2 - start)[None, :] - r[:, None]) * scale), 0, 1)
+        return w / w.sum(axis=1, keepdims=True)
+    return weights
 
 
 def q_taps(w: np.ndarray) -> np.ndarray:
@@ -142,8 +175,9 @@ class ResizeBase(Remap):
         return [(0.0, 1.0)] * len(g.tensors[node.inputs[0]].shape)
 
     def uses_taps(self, node: Node) -> bool:
-        """Cubic, and the extrapolating tf_crop_and_resize, run on the tap kernel."""
-        return self.mode(node) == "cubic" or self.coord_mode(node) == "tf_crop_and_resize"
+        """Cubic, antialias and the extrapolating tf_crop_and_resize run on the tap kernel."""
+        return (self.mode(node) == "cubic" or self.coord_mode(node) == "tf_crop_and_resize"
+                or bool(node.attrs.get("antialias", 0)))
 
     def axis_coords(self, node: Node, g: Graph) -> list[np.ndarray]:
         shape = g.tensors[node.inputs[0]].shape
@@ -168,12 +202,11 @@ class ResizeBase(Remap):
         return {"outer": int(np.prod(shape[:-2], dtype=np.int64)), "h": h, "w": w,
                 "y0": y0 * w, "y1": y1 * w, "fy": fy, "x0": x0, "x1": x1, "fx": fx}
 
-    def axis_taps(self, node: Node, coords: np.ndarray, in_len: int) -> tuple[np.ndarray, np.ndarray]:
-        if self.mode(node) == "cubic":
-            return cubic_taps(coords, in_len, float(node.attrs.get("cubic_coeff_a", -0.75)),
-                              bool(node.attrs.get("exclude_outside", 0)))
-        lo, hi, frac = linear_taps(coords, in_len)
-        return np.stack([lo, hi], axis=1), np.stack([1 - frac, frac], axis=1)
+    def axis_taps(self, node: Node, coords: np.ndarray, in_len: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        stretch = min(scale, 1.0) if node.attrs.get("antialias", 0) else 1.0
+        weights = (cubic_weights(float(node.attrs.get("cubic_coeff_a", -0.75)), stretch)
+                   if self.mode(node) == "cubic" else linear_weights(stretch))
+        return window_taps(coords, in_len, weights, bool(node.attrs.get("exclude_outside", 0)))
 
     def taps_geometry(self, node: Node, g: Graph) -> dict:
         """Row offsets and weights (oh, taps) along H, column indices and weights (ow, taps) along W,
@@ -181,8 +214,9 @@ class ResizeBase(Remap):
         shape = g.tensors[node.inputs[0]].shape
         coords = self.axis_coords(node, g)
         h, w = shape[-2:]
-        ys, wy = self.axis_taps(node, coords[-2], h)
-        xs, wx = self.axis_taps(node, coords[-1], w)
+        scales = self.scales_sizes(node, g)[0]
+        ys, wy = self.axis_taps(node, coords[-2], h, scales[-2])
+        xs, wx = self.axis_taps(node, coords[-1], w, scales[-1])
         crop = self.coord_mode(node) == "tf_crop_and_resize"
         return {"outer": int(np.prod(shape[:-2], dtype=np.int64)), "h": h, "w": w,
                 "ys": ys * w, "wy": wy, "xs": xs, "wx": wx,
@@ -320,9 +354,8 @@ def sizes_with_policy(shape: tuple[int, ...], given: dict[int, int], policy: str
 @register
 class Resize(ResizeBase):
     op_type = "Resize"
-    summary = ("nearest (4 rounding modes), linear and cubic on the last two axes; half_pixel, half_pixel_symmetric, "
-               "pytorch_half_pixel, align_corners, asymmetric; constant scales or sizes; axes; "
-               "keep_aspect_ratio_policy")
+    summary = ("nearest (4 rounding modes), linear and cubic (antialias) on the last two axes; every coordinate "
+               "mode (tf_crop_and_resize: constant roi); constant scales or sizes; axes; keep_aspect_ratio_policy")
 
     def coord_mode(self, node):
         return str(node.attrs.get("coordinate_transformation_mode", "half_pixel"))
@@ -331,7 +364,8 @@ class Resize(ResizeBase):
         return str(node.attrs.get("nearest_mode", "round_prefer_floor"))
 
     def check(self, node, g):
-        require(not node.attrs.get("antialias", 0), node, "antialias is not supported")
+        require(not node.attrs.get("antialias", 0) or self.mode(node) != "nearest", node,
+                "antialias applies to linear and cubic modes, not nearest")
         policy = self.aspect_policy(node)
         require(policy in ASPECT_POLICIES, node, f"keep_aspect_ratio_policy '{policy}' is not supported "
                                                  f"({', '.join(ASPECT_POLICIES)} are)")
