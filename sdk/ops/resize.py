@@ -370,6 +370,7 @@ class Resize(ResizeBase):
         require(policy in ASPECT_POLICIES, node, f"keep_aspect_ratio_policy '{policy}' is not supported "
                                                  f"({', '.join(ASPECT_POLICIES)} are)")
         super().check(node, g)
+        self.rois(node, g)  # refuses a missing or misshapen roi
 
     @staticmethod
     def aspect_policy(node: Node) -> str:
