@@ -1237,6 +1237,41 @@ def shape_resize_linear_align(b, x):
     return b.op("Resize", [y, "", "", i64(b, [1, 4, 9, 4])], mode="linear", coordinate_transformation_mode="align_corners")
 
 
+@case((1, 3, 4, 5))
+def shape_resize_cubic_halfpixel(b, x):
+    """cubic upscale: the negative end taps overshoot, the int8 kernel saturates"""
+    return b.op("Resize", [x[0], "", "", i64(b, [1, 3, 7, 9])], mode="cubic")
+
+
+@case((1, 3, 6, 7))
+def shape_resize_cubic_align_exclude(b, x):
+    """cubic downscale of a conv's output: A = -0.5, exclude_outside, align_corners, scales"""
+    y = b.conv(x[0], 3, 4, (3, 3), pads=[1, 1, 1, 1])
+    return b.op("Resize", [y, "", b.const([1, 1, 0.6, 0.8], "scales")], mode="cubic", cubic_coeff_a=-0.5,
+                exclude_outside=1, coordinate_transformation_mode="align_corners")
+
+
+@case((1, 2, 5, 3), opset=19)
+def shape_resize_axes_policy(b, x):
+    """sizes on axes (3, 2) with keep_aspect_ratio_policy not_smaller, linear, half_pixel_symmetric"""
+    return b.op("Resize", [x[0], "", "", i64(b, [5, 7])], mode="linear", axes=[3, 2],
+                keep_aspect_ratio_policy="not_smaller", coordinate_transformation_mode="half_pixel_symmetric")
+
+
+@case((1, 2, 5, 6), opset=18)
+def shape_resize_tf_crop(b, x):
+    """tf_crop_and_resize on axes (2, 3), the crop partly outside: those outputs get extrapolation_value"""
+    roi = b.const([0.2, -0.3, 1.4, 0.9], "roi")
+    return b.op("Resize", [x[0], roi, "", i64(b, [4, 5])], mode="linear", axes=[2, 3],
+                coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=0.75)
+
+
+@case((1, 2, 9, 11), opset=18)
+def shape_resize_antialias(b, x):
+    """antialiased downscale (cubic, 0.4 x 0.3): the stretched kernel has 10 and 14 taps"""
+    return b.op("Resize", [x[0], "", b.const([1, 1, 0.4, 0.3], "scales")], mode="cubic", antialias=1)
+
+
 @case((1, 3, 4, 5), (1, 3, 1, 5), ranges=((-1.0, 2.0), (-3.0, 0.5)))
 def shape_where_two_inputs(b, x):
     """a constant mask broadcast over channels, both operands run-time (different scales)"""
@@ -1286,6 +1321,8 @@ FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", 
               "seq_gru_bidirectional_lbr", "seq_lstm_runtime_state", "seq_gru_runtime_state_batch_first",
               "shape_slice_neg_step", "shape_split_3", "shape_depthtospace_crd",
               "shape_resize_nearest", "shape_resize_linear_halfpixel", "shape_resize_linear_align",
+              "shape_resize_cubic_halfpixel", "shape_resize_cubic_align_exclude", "shape_resize_axes_policy",
+              "shape_resize_tf_crop", "shape_resize_antialias",
               "shape_where_two_inputs", "shape_where_const_fill",
               "conv_1d_stride2_pad", "maxpool_1d_ceil", "avgpool_1d_include_pad", "global_maxpool",
               "global_avgpool_1d", "global_maxpool_3d", "maxpool_dilated_ceil", "avgpool_dilated_include_pad",

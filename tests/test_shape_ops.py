@@ -79,6 +79,25 @@ CASES: dict[str, Case] = {
                            coordinate_transformation_mode="align_corners"),
     "resize-opset10-nearest": Case("Resize", [X(1, 2, 3, 4), C([1, 1, 2, 2.5])], opset=10, mode="nearest"),
     "resize-opset10-linear": Case("Resize", [X(1, 2, 3, 4), C([1, 1, 2, 1.5])], opset=10, mode="linear"),
+    # Resize: cubic, antialias, axes, keep_aspect_ratio_policy, half_pixel_symmetric, tf_crop_and_resize
+    "resize-cubic-up": Case("Resize", [X(1, 2, 4, 5), None, None, C([1, 2, 7, 9], I64)], mode="cubic"),
+    "resize-cubic-down-exclude": Case("Resize", [X(1, 2, 6, 7), None, C([1, 1, 0.6, 0.8])], mode="cubic",
+                                      cubic_coeff_a=-0.5, exclude_outside=1),
+    "resize-cubic-align": Case("Resize", [X(2, 1, 3, 4), None, C([1, 1, 2, 1.5])], mode="cubic",
+                               coordinate_transformation_mode="align_corners"),
+    "resize-axes-not-larger": Case("Resize", [X(1, 2, 4, 6), None, None, C([5, 8], I64)], mode="nearest",
+                                   axes=[2, 3], keep_aspect_ratio_policy="not_larger", opset=18),
+    "resize-axes-not-smaller": Case("Resize", [X(1, 2, 4, 6), None, None, C([9, 5], I64)], mode="linear",
+                                    axes=[3, 2], keep_aspect_ratio_policy="not_smaller", opset=18),
+    "resize-linear-hps": Case("Resize", [X(1, 2, 3, 5), None, C([1, 1, 1.5, 0.6])], mode="linear",
+                              coordinate_transformation_mode="half_pixel_symmetric", opset=19),
+    "resize-tf-crop": Case("Resize", [X(1, 2, 5, 6), C([0.2, -0.25, 1.3, 0.9]), None, C([4, 5], I64)], mode="linear",
+                           axes=[2, 3], coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=0.5,
+                           opset=18),
+    "resize-antialias-linear": Case("Resize", [X(1, 2, 9, 11), None, C([1, 1, 0.5, 0.4])], mode="linear",
+                                    antialias=1, opset=18),
+    "resize-antialias-cubic": Case("Resize", [X(1, 2, 9, 11), None, None, C([1, 2, 4, 3], I64)], mode="cubic",
+                                   antialias=1, opset=18),
     "upsample-nearest": Case("Upsample", [X(1, 2, 3, 4), C([1, 1, 2, 3])], opset=9, mode="nearest"),
     "upsample-linear": Case("Upsample", [X(1, 2, 3, 4), C([1, 1, 2, 2])], opset=9, mode="linear"),
     "transpose-5d": Case("Transpose", [X(1, 2, 3, 4, 5)], perm=[0, 1, 3, 4, 2]),
@@ -234,7 +253,8 @@ def test_folded_constant_too_large_for_flash(tmp_path):
 
 # --- int8: data movement keeps the scale; linear Resize stays close to float -------------------------
 INT8 = ["where-two-inputs", "where-const-fill", "slice-negative-step2", "gather-axis2", "expand-channels", "tile-4d", "depthtospace-crd", "spacetodepth",
-        "resize-nearest-halfpixel-sizes", "resize-linear-halfpixel", "resize-linear-align"]
+        "resize-nearest-halfpixel-sizes", "resize-linear-halfpixel", "resize-linear-align", "resize-cubic-up",
+        "resize-cubic-down-exclude", "resize-axes-not-smaller"]
 
 
 @pytest.mark.parametrize("name", INT8)
@@ -257,8 +277,10 @@ def test_int8_rule(tmp_path, name):
     codes = np.random.default_rng(5).integers(-128, 128, g.tensors[x].shape).astype(np.int8)
     got = run_int(g, {x: codes})[y]
     want = run_float(g, {x: codes.astype(np.float32)})[y]  # the same op on the codes, in float
-    if "linear" in name:  # one rounding of a convex blend: within half a code of the exact blend (+ Q11 weights)
+    if "linear" in name or "axes" in name:  # one rounding of a convex blend: within half a code of the exact blend (+ Q11 weights)
         assert np.abs(got.astype(np.float64) - want).max() <= 0.5 + 128 * 2 / 2048
+    elif "cubic" in name:  # 4 x 4 Q11 taps (sum of |weights| < 1.5 per axis), rounded once, saturated
+        assert np.abs(got.astype(np.float64) - np.clip(want, -128, 127)).max() <= 0.5 + 128 * 2 * 1.5 * 4 / 2048
     else:
         np.testing.assert_array_equal(got, want.astype(np.int8))
 
@@ -289,3 +311,18 @@ def test_huge_outputs_refused_before_they_are_made(tmp_path, nodes, inits, messa
     onnx.save(graph_model(nodes, inits, (1, 3), [f"d{k}" for k in range(rank)]), str(tmp_path / "h.onnx"))
     with pytest.raises(ModelError, match=message.replace("(", "\\(").replace(")", "\\)").replace("[", "\\[")):
         load_model(tmp_path / "h.onnx", PROFILE, BOARD, {})
+
+
+@pytest.mark.parametrize("attrs, message", [
+    ({"mode": "nearest", "antialias": 1}, "antialias applies to linear and cubic modes, not nearest"),
+    ({"mode": "nearest", "coordinate_transformation_mode": "tf_crop_and_resize"},
+     "tf_crop_and_resize is supported in linear and cubic modes"),
+    ({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"},
+     "tf_crop_and_resize needs a constant roi of 8 values"),
+])
+def test_resize_refusals(tmp_path, attrs, message):
+    nodes = [node("Resize", ["x", "", "scales"], ["y"], **attrs)]
+    onnx.save(graph_model(nodes, {"scales": np.ones(4, np.float32)}, (1, 1, 4, 4), [1, 1, 4, 4], opset=18),
+              str(tmp_path / "r.onnx"))
+    with pytest.raises(ModelError, match=message):
+        load_model(tmp_path / "r.onnx", PROFILE, BOARD, {})

@@ -100,7 +100,7 @@ def copy(c: KernelCall, node, g, options) -> Answer:
     return launch("copy_bytes", c.args, c["nbytes"])
 
 
-def resize_linear(c: KernelCall, node, g, options) -> Answer:
+def resize(c: KernelCall, node, g, options) -> Answer:
     return launch(c.kernel, c.args, c["outer"] * c["oh"] * c["ow"])
 
 
@@ -124,7 +124,7 @@ class Cuda(KernelSet):
         "transpose_s8": per_4d("o"), "transpose_f32": per_4d("o"),
         "copy": copy,
         "remap_s8": per_4d("o"), "remap_s16": per_4d("o"), "remap_f32": per_4d("o"),
-        "resize_linear_s8": resize_linear, "resize_linear_f32": resize_linear,
+        "resize_linear_s8": resize, "resize_linear_f32": resize, "resize_taps_s8": resize, "resize_taps_f32": resize,
         "where_s8": per_4d("d"), "where_f32": per_4d("d"),
         "binary_f32": per_4d("d"), "div_s8": per_4d("d"), "lut2_s8": per_4d("d"), "minmax_s8": per_4d("d"),
         "prelu_s8": per_4d("d"),

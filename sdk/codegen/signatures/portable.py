@@ -114,6 +114,9 @@ for _variant, _t, _wt in (("s8", "int8_t", "int32_t"), ("f32", "float", "float")
     declare(SET, f"resize_linear_{_variant}", In("in", _t), Out("out", _t), *I("outer h w oh ow"),
             W("y0", "int32_t"), W("y1", "int32_t"), W("wy", _wt), W("x0", "int32_t"), W("x1", "int32_t"),
             W("wx", _wt))
+    declare(SET, f"resize_taps_{_variant}", In("in", _t), Out("out", _t), *I("outer h w oh ow ky kx"),
+            W("ys", "int32_t"), W("wy", _wt), W("xs", "int32_t"), W("wx", _wt),
+            *(I("fill", "int32_t") if _variant == "s8" else F("fill")))
 for _variant, _t in (("s8", "int8_t"), ("f32", "float")):
     declare(SET, f"where_{_variant}", In("a", _t), In("b", _t), Out("out", _t),
             *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), W("cond", "int8_t"), *I("sc0 sc1 sc2 sc3"),
