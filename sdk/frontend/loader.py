@@ -13,6 +13,7 @@ from ..errors import ModelError, UsageError
 from ..ir import Graph, Node, Tensor
 from ..ops import REGISTRY, supported_ops
 from ..ops.static import compile_time_inputs
+from ..passes.compare_select import compare_select_to_min_max
 from ..passes.layers_1d import layers_1d_to_2d
 from ..plugins import check_node_types, op_key, unknown_op_message
 from ..profiles import Profile
@@ -58,6 +59,7 @@ def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[st
         # QDQ markers go before shape checks: ops must see their weights as constants
         import_qdq(graph)
     layers_1d_to_2d(graph)
+    compare_select_to_min_max(graph)
     infer_shapes(graph, board)
     return graph
 
@@ -184,12 +186,18 @@ def node_attrs(node: onnx.NodeProto) -> dict:
     return attrs
 
 
+def has_nan(data: np.ndarray) -> bool:
+    """NaN in a float constant is refused (no model needs one; it would poison every result);
+    +/-inf is legitimate (-inf is the masked score of attention masks before Softmax)."""
+    return data.dtype.kind == "f" and bool(np.isnan(data).any())
+
+
 def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, ...]], board: Board) -> Graph:
     g = Graph(name)
     for init in model.graph.initializer:
         data = tensor_array(init, f"initializer '{init.name}'")
-        if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
-            raise ModelError(f"tensor '{init.name}' contains NaN or Inf values")
+        if has_nan(data):
+            raise ModelError(f"tensor '{init.name}' contains NaN values")
         if data.size > board.flash_bytes:  # even at one byte per value (int8) it cannot fit
             raise ModelError(f"tensor '{init.name}' ({data.size} values) is larger than the flash of board "
                              f"'{board.name}' ({board.flash_bytes} bytes) even as int8")
@@ -210,8 +218,8 @@ def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, 
         node_name = n.name or f"{n.op_type}_{i}"
         if n.op_type == "Constant":
             data = constant_value(n)
-            if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
-                raise ModelError(f"tensor '{n.output[0]}' of Constant node '{node_name}' contains NaN or Inf values")
+            if has_nan(data):
+                raise ModelError(f"tensor '{n.output[0]}' of Constant node '{node_name}' contains NaN values")
             if data.size > board.flash_bytes:  # even at one byte per value (int8) it cannot fit
                 raise ModelError(f"tensor '{n.output[0]}' of Constant node '{node_name}' ({data.size} values) is "
                                  f"larger than the flash of board '{board.name}' ({board.flash_bytes} bytes) "
