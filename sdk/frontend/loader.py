@@ -61,6 +61,7 @@ def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[st
     layers_1d_to_2d(graph)
     compare_select_to_min_max(graph)
     infer_shapes(graph, board)
+    refuse_infinite_weights(graph)
     return graph
 
 
@@ -190,6 +191,23 @@ def has_nan(data: np.ndarray) -> bool:
     """NaN in a float constant is refused (no model needs one; it would poison every result);
     +/-inf is legitimate (-inf is the masked score of attention masks before Softmax)."""
     return data.dtype.kind == "f" and bool(np.isnan(data).any())
+
+
+# layers whose constant inputs are multiplied and summed: an infinite weight makes every
+# output inf or NaN, so it is a broken model rather than a mask
+WEIGHTED_LAYERS = {"Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization", "InstanceNormalization",
+                   "LayerNormalization", "LSTM", "GRU", "RNN"}
+
+
+def refuse_infinite_weights(g: Graph) -> None:
+    for node in g.nodes:
+        if node.op not in WEIGHTED_LAYERS:
+            continue
+        for name in node.inputs:
+            data = g.const(name) if name else None
+            if data is not None and data.dtype.kind == "f" and not np.isfinite(data).all():
+                raise ModelError(f"tensor '{name}' (a weight of node '{node.name}', {node.op}) contains Inf "
+                                 f"values; +/-inf constants are accepted only as masks and bounds")
 
 
 def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, ...]], board: Board) -> Graph:

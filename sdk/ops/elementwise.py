@@ -31,8 +31,10 @@ def broadcast_strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]
 
 
 def const_qparams(data: np.ndarray) -> tuple[float, int]:
-    """Per-tensor asymmetric int8 parameters for a constant operand (range includes 0)."""
-    lo, hi = min(0.0, float(data.min())), max(0.0, float(data.max()))
+    """Per-tensor asymmetric int8 parameters for a constant operand (range includes 0). +/-inf
+    (a mask value) stays out of the range: it quantizes to the saturated code -128 / 127."""
+    finite = data[np.isfinite(data)]
+    lo, hi = min(0.0, float(finite.min(initial=0.0))), max(0.0, float(finite.max(initial=0.0)))
     scale = (hi - lo) / 255.0 or 1.0
     return scale, int(np.clip(np.round(-128 - lo / scale), -128, 127))
 
