@@ -14,6 +14,7 @@ from ..ir import Graph, Node, Tensor
 from ..ops import REGISTRY, supported_ops
 from ..ops.static import compile_time_inputs
 from ..passes.compare_select import compare_select_to_min_max
+from ..passes.empty_tensors import drop_empty_tensors
 from ..passes.layers_1d import layers_1d_to_2d
 from ..plugins import check_node_types, op_key, unknown_op_message
 from ..profiles import Profile
@@ -296,6 +297,7 @@ def infer_shapes(g: Graph, board: Board) -> None:
     here and becomes a constant, so that the ops after it see constants (ops/static.py)."""
     for node in list(g.nodes):
         op = REGISTRY[node.op]
+        drop_empty_tensors(node, g)
         if is_static(node, g):
             fold_node(node, g, board)
             continue
