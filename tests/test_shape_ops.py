@@ -346,3 +346,19 @@ def test_space_to_depth_unknown_mode_refused(tmp_path):
     onnx.save(model, str(tmp_path / "s2d.onnx"))
     with pytest.raises(ModelError, match=r"node 'SpaceToDepth_y' \(SpaceToDepth\): mode 'XYZ' is not supported"):
         load_model(tmp_path / "s2d.onnx", PROFILE, BOARD, {})
+
+
+@pytest.mark.parametrize("sizes", [[6, 0], [0, 4, 2], [3, 0, 3]])
+def test_empty_split_part_concatenated_back(tmp_path, sizes):
+    """Split with a part of length 0, every part through Concat (RotaryEmbedding's body):
+    the empty part becomes a constant that Concat drops; no zero-length buffer is left."""
+    names = [f"p{k}" for k in range(len(sizes))]
+    nodes = [node("Split", ["x", "sizes"], names, axis=-1), node("Mul", [names[-1 if sizes[-1] else 0], "two"], ["m"]),
+             node("Concat", ["m", *names], ["y"], axis=-1)]
+    model = graph_model(nodes, {"sizes": np.array(sizes, I64), "two": np.array(2.0, np.float32)}, (2, 3, 6))
+    x = np.random.default_rng(4).standard_normal((2, 3, 6)).astype(np.float32)
+    (expected,) = ort_run(model, {"x": x})
+    onnx.save(with_output_shape(model, expected.shape), str(tmp_path / "e.onnx"))
+    g = load_model(tmp_path / "e.onnx", PROFILE, BOARD, {})
+    assert all(g.tensors[o].size > 0 for n in g.nodes for o in n.outputs + n.inputs if o)
+    assert_close(run_float(g, {"x": x})["y"], expected)
