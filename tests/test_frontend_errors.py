@@ -424,13 +424,6 @@ def test_infinite_mask_constant_compiles(tmp_path):
     assert cc.returncode == 0, cc.stderr
 
 
-def test_c_float_literals_of_infinities():
-    from cuvil_sdk.codegen.lowering import c_float
-    assert (c_float(np.inf), c_float(-np.inf), c_float(1e39)) == ("INFINITY", "(-INFINITY)", "INFINITY")
-    with pytest.raises(ValueError, match="no C literal"):
-        c_float(np.nan)
-
-
 # --- too large for the board --------------------------------------------------------------------
 
 def test_weight_larger_than_flash(tmp_path):

@@ -53,10 +53,10 @@ class Lowered:
 def c_float(value: float) -> str:
     """An exact C float literal: the shortest decimal that reads back as the same float32 (at
     most 9 significant digits). Decimal because hex float literals are not C++ before C++17.
-    +/-inf is C99's INFINITY; NaN is refused (the loader refuses NaN constants)."""
-    with np.errstate(over="ignore"):  # too large for float32 becomes inf, as ONNX's own cast does
+    +/-inf is C99's INFINITY; NaN and finite values beyond float32 are refused."""
+    with np.errstate(over="ignore"):  # too large for float32 becomes inf, refused below
         f = np.float32(value)
-    if np.isnan(f):
+    if np.isnan(f) or (np.isinf(f) and np.isfinite(value)):
         raise ValueError(f"no C literal for the float {value}")
     if np.isinf(f):  # -inf: attention masks (math.h, which weights.h includes)
         return "INFINITY" if f > 0 else "(-INFINITY)"
