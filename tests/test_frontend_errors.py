@@ -393,6 +393,37 @@ def test_non_finite_constant_node(tmp_path):
     assert "NaN" in message, message
 
 
+def masked_softmax_model() -> onnx.ModelProto:
+    """Softmax(Where(mask, x, -inf)): an attention mask, the legitimate use of an infinite constant."""
+    mask = numpy_helper.from_array(np.array([[True, False, True, False]]), "mask_value")
+    ninf = numpy_helper.from_array(np.array(-np.inf, np.float32), "ninf_value")
+    return relu_chain_model([helper.make_node("Constant", [], ["mask"], name="mask0", value=mask),
+                             helper.make_node("Constant", [], ["ninf"], name="ninf0", value=ninf),
+                             helper.make_node("Where", ["mask", "x", "ninf"], ["s"], name="where0"),
+                             helper.make_node("Softmax", ["s"], ["y"], name="softmax0", axis=-1)])
+
+
+def test_infinite_mask_constant_compiles(tmp_path):
+    from cuvil_sdk.boards import get_board
+    from cuvil_sdk.frontend import load_model
+    from cuvil_sdk.profiles import get_profile
+    from cuvil_sdk.reference import run_float
+    import onnxruntime as ort
+    model = save(masked_softmax_model(), tmp_path / "m.onnx")
+    x = np.array([[0.5, 2.0, -1.0, 3.0]], np.float32)
+    g = load_model(model, get_profile("standard"), get_board("host"), {})
+    (expected,) = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(run_float(g, {"x": x})["y"], expected, rtol=1e-6)
+    result = run_cli(tmp_path, "compile", str(model), "--board", "host", "--profile", "standard",
+                     "--precision", "fp32", "-o", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    weights = next((tmp_path / "out").rglob("*_weights.c"))
+    assert "(-INFINITY)" in weights.read_text()
+    cc = subprocess.run(["cc", "-std=c99", "-Wall", "-Werror", "-c", str(weights), "-o", str(tmp_path / "w.o")],
+                        capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+
+
 # --- too large for the board --------------------------------------------------------------------
 
 def test_weight_larger_than_flash(tmp_path):

@@ -3,11 +3,16 @@ import copy
 
 import numpy as np
 import onnx
+import onnxruntime as ort
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from cuvil_sdk.boards import get_board
+from cuvil_sdk.errors import ModelError
+from cuvil_sdk.frontend import load_model
 from cuvil_sdk.frontend.loader import infer_shapes, to_ir
 from cuvil_sdk.passes import fold_batchnorm, fold_constants, fuse_activations, remove_identities, to_channels_last
+from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_float
 
 RNG = np.random.default_rng(0)
@@ -115,3 +120,41 @@ def test_layout_pass_removes_tensorflow_style_transposes():
     to_channels_last(g)
     assert [n.op for n in g.nodes if n.op == "Transpose"] == []
     assert_same_function(before, g, (1, 4, 4, 1))
+
+
+# --- Where(Less(x, c), c, x) -> Max / Min (passes/compare_select.py) ---------------------------
+
+def compare_select_model(compare: str, x_first: bool, pick_c_first: bool) -> onnx.ModelProto:
+    cmp_inputs = ["x", "c"] if x_first else ["c", "x"]
+    picks = ["c", "x"] if pick_c_first else ["x", "c"]
+    nodes = [helper.make_node(compare, cmp_inputs, ["m"], name="cmp"),
+             helper.make_node("Where", ["m", *picks], ["y"], name="sel")]
+    c = numpy_helper.from_array(np.array([[-0.5], [0.25], [1.0]], np.float32), "c")
+    g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])], [c])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("compare", ["Less", "LessOrEqual", "Greater", "GreaterOrEqual"])
+@pytest.mark.parametrize("x_first", [True, False])
+@pytest.mark.parametrize("pick_c_first", [True, False])
+def test_compare_select_becomes_min_max(tmp_path, compare, x_first, pick_c_first):
+    """Every mirrored form gives ORT's values, with no comparison left (it would be refused)."""
+    model = compare_select_model(compare, x_first, pick_c_first)
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    g = load_model(tmp_path / "m.onnx", get_profile("standard"), get_board("host"), {})
+    assert [n.op for n in g.nodes] in (["Max"], ["Min"])
+    x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    x[0, 1, :2] = 0.25  # ties with c: both choices are equal
+    expected = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_array_equal(run_float(g, {"x": x})["y"], expected[0])
+
+
+def test_compare_select_with_another_operand_stays_refused(tmp_path):
+    """Where(Less(x, c), d, x) with d != c is no Max: the run-time comparison is refused."""
+    model = compare_select_model("Less", True, True)
+    model.graph.initializer.append(numpy_helper.from_array(np.float32(3.0), "d"))
+    model.graph.node[1].input[1] = "d"
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    with pytest.raises(ModelError, match=r"node 'cmp' \(Less\): input 'x' is computed at run time"):
+        load_model(tmp_path / "m.onnx", get_profile("standard"), get_board("host"), {})

@@ -326,3 +326,76 @@ def test_resize_refusals(tmp_path, attrs, message):
               str(tmp_path / "r.onnx"))
     with pytest.raises(ModelError, match=message):
         load_model(tmp_path / "r.onnx", PROFILE, BOARD, {})
+
+
+def center_crop_pad(x_shape, target):
+    """CenterCropPad's ONNX function body: Shape -> Max -> Sub -> Div -> Pad, then Sub -> Div
+    -> Add -> Slice; odd differences make Div's integer truncation decide the output size."""
+    nodes = [node("Shape", ["x"], ["xs"]), node("Max", ["xs", "shape"], ["padded"]),
+             node("Sub", ["padded", "xs"], ["amount"]), node("Div", ["amount", "two"], ["left"]),
+             node("Sub", ["amount", "left"], ["right"]), node("Concat", ["left", "right"], ["pads"], axis=0),
+             node("Pad", ["x", "pads"], ["p"]), node("Shape", ["p"], ["ps"]), node("Sub", ["ps", "shape"], ["diff"]),
+             node("Div", ["diff", "two"], ["start"]), node("Add", ["start", "shape"], ["end"]),
+             node("Slice", ["p", "start", "end"], ["y"])]
+    return graph_model(nodes, {"shape": np.array(target, I64), "two": np.array([2], I64)}, x_shape, opset=18)
+
+
+@pytest.mark.parametrize("x_shape, target", [((10, 7, 3), (20, 10, 3)), ((5, 9, 2), (2, 4, 2))])
+def test_integer_shape_arithmetic_truncates_like_onnx(tmp_path, x_shape, target):
+    """int64 Sub/Div/Add/Max fold in int64 with Div rounding toward zero (a float Div gave
+    3 / 2 = 1.5 pads, which the Pad then truncated on both sides: one row short)."""
+    model = center_crop_pad(x_shape, target)
+    x = np.random.default_rng(5).standard_normal(x_shape).astype(np.float32)
+    (expected,) = ort_run(model, {"x": x})
+    assert expected.shape == tuple(target)
+    onnx.save(with_output_shape(model, expected.shape), str(tmp_path / "ccp.onnx"))
+    g = load_model(tmp_path / "ccp.onnx", PROFILE, BOARD, {})
+    assert_close(run_float(g, {"x": x})["y"], expected)
+
+
+def test_integer_division_of_negative_constants_truncates():
+    from cuvil_sdk.ir import Node
+    div = Node("Div", "d", ["a", "b"], ["y"])
+    (y,) = REGISTRY["Div"].run_float(div, None, [np.array([-7, 7, -6, 7], I64), np.array([2, -2, 4, 2], I64)])
+    assert y.dtype == I64 and y.tolist() == [-3, -3, -1, 3]
+
+
+def space_to_depth_model(mode: str) -> onnx.ModelProto:
+    graph = helper.make_graph([node("SpaceToDepth", ["x"], ["y"], blocksize=2, mode=mode)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 12, 2, 3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 28)])  # `mode`: opset 28
+
+
+@pytest.mark.parametrize("mode, perm", [("CRD", [0, 1, 3, 5, 2, 4]), ("DCR", [0, 3, 5, 1, 2, 4])])
+def test_space_to_depth_modes(tmp_path, mode, perm):
+    """The onnx reference's reshape / transpose (ORT has no opset-28 SpaceToDepth to compare with)."""
+    onnx.save(space_to_depth_model(mode), str(tmp_path / "s2d.onnx"))
+    g = load_model(tmp_path / "s2d.onnx", PROFILE, BOARD, {})
+    x = np.random.default_rng(2).standard_normal((2, 3, 4, 6)).astype(np.float32)
+    expected = x.reshape(2, 3, 2, 2, 3, 2).transpose(perm).reshape(2, 12, 2, 3)
+    np.testing.assert_array_equal(run_float(g, {"x": x})["y"], expected)
+
+
+def test_space_to_depth_unknown_mode_refused(tmp_path):
+    model = space_to_depth_model("CRD")
+    model.graph.node[0].attribute[1].s = b"XYZ"
+    onnx.save(model, str(tmp_path / "s2d.onnx"))
+    with pytest.raises(ModelError, match=r"node 'SpaceToDepth_y' \(SpaceToDepth\): mode 'XYZ' is not supported"):
+        load_model(tmp_path / "s2d.onnx", PROFILE, BOARD, {})
+
+
+@pytest.mark.parametrize("sizes", [[6, 0], [0, 4, 2], [3, 0, 3]])
+def test_empty_split_part_concatenated_back(tmp_path, sizes):
+    """Split with a part of length 0, every part through Concat (RotaryEmbedding's body):
+    the empty part becomes a constant that Concat drops; no zero-length buffer is left."""
+    names = [f"p{k}" for k in range(len(sizes))]
+    nodes = [node("Split", ["x", "sizes"], names, axis=-1), node("Mul", [names[-1 if sizes[-1] else 0], "two"], ["m"]),
+             node("Concat", ["m", *names], ["y"], axis=-1)]
+    model = graph_model(nodes, {"sizes": np.array(sizes, I64), "two": np.array(2.0, np.float32)}, (2, 3, 6))
+    x = np.random.default_rng(4).standard_normal((2, 3, 6)).astype(np.float32)
+    (expected,) = ort_run(model, {"x": x})
+    onnx.save(with_output_shape(model, expected.shape), str(tmp_path / "e.onnx"))
+    g = load_model(tmp_path / "e.onnx", PROFILE, BOARD, {})
+    assert all(g.tensors[o].size > 0 for n in g.nodes for o in n.outputs + n.inputs if o)
+    assert_close(run_float(g, {"x": x})["y"], expected)

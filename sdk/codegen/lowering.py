@@ -52,11 +52,14 @@ class Lowered:
 
 def c_float(value: float) -> str:
     """An exact C float literal: the shortest decimal that reads back as the same float32 (at
-    most 9 significant digits). Decimal because hex float literals are not C++ before C++17."""
+    most 9 significant digits). Decimal because hex float literals are not C++ before C++17.
+    +/-inf is C99's INFINITY; NaN and finite values beyond float32 are refused."""
     with np.errstate(over="ignore"):  # too large for float32 becomes inf, refused below
         f = np.float32(value)
-    if not np.isfinite(f):
+    if np.isnan(f) or (np.isinf(f) and np.isfinite(value)):
         raise ValueError(f"no C literal for the float {value}")
+    if np.isinf(f):  # -inf: attention masks (math.h, which weights.h includes)
+        return "INFINITY" if f > 0 else "(-INFINITY)"
     if f == 0 or 1e-4 <= abs(f) < 1e7:  # plain digits where they stay short
         return np.format_float_positional(f, unique=True, trim="0") + "f"
     return np.format_float_scientific(f, unique=True, trim="0") + "f"

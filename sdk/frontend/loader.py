@@ -13,6 +13,8 @@ from ..errors import ModelError, UsageError
 from ..ir import Graph, Node, Tensor
 from ..ops import REGISTRY, supported_ops
 from ..ops.static import compile_time_inputs
+from ..passes.compare_select import compare_select_to_min_max
+from ..passes.empty_tensors import drop_empty_tensors
 from ..passes.layers_1d import layers_1d_to_2d
 from ..plugins import check_node_types, op_key, unknown_op_message
 from ..profiles import Profile
@@ -58,7 +60,9 @@ def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[st
         # QDQ markers go before shape checks: ops must see their weights as constants
         import_qdq(graph)
     layers_1d_to_2d(graph)
+    compare_select_to_min_max(graph)
     infer_shapes(graph, board)
+    refuse_infinite_weights(graph)
     return graph
 
 
@@ -184,12 +188,35 @@ def node_attrs(node: onnx.NodeProto) -> dict:
     return attrs
 
 
+def has_nan(data: np.ndarray) -> bool:
+    """NaN in a float constant is refused (no model needs one; it would poison every result);
+    +/-inf is legitimate (-inf is the masked score of attention masks before Softmax)."""
+    return data.dtype.kind == "f" and bool(np.isnan(data).any())
+
+
+# layers whose constant inputs are multiplied and summed: an infinite weight makes every
+# output inf or NaN, so it is a broken model rather than a mask
+WEIGHTED_LAYERS = {"Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization", "InstanceNormalization",
+                   "LayerNormalization", "LSTM", "GRU", "RNN"}
+
+
+def refuse_infinite_weights(g: Graph) -> None:
+    for node in g.nodes:
+        if node.op not in WEIGHTED_LAYERS:
+            continue
+        for name in node.inputs:
+            data = g.const(name) if name else None
+            if data is not None and data.dtype.kind == "f" and not np.isfinite(data).all():
+                raise ModelError(f"tensor '{name}' (a weight of node '{node.name}', {node.op}) contains Inf "
+                                 f"values; +/-inf constants are accepted only as masks and bounds")
+
+
 def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, ...]], board: Board) -> Graph:
     g = Graph(name)
     for init in model.graph.initializer:
         data = tensor_array(init, f"initializer '{init.name}'")
-        if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
-            raise ModelError(f"tensor '{init.name}' contains NaN or Inf values")
+        if has_nan(data):
+            raise ModelError(f"tensor '{init.name}' contains NaN values")
         if data.size > board.flash_bytes:  # even at one byte per value (int8) it cannot fit
             raise ModelError(f"tensor '{init.name}' ({data.size} values) is larger than the flash of board "
                              f"'{board.name}' ({board.flash_bytes} bytes) even as int8")
@@ -210,8 +237,8 @@ def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, 
         node_name = n.name or f"{n.op_type}_{i}"
         if n.op_type == "Constant":
             data = constant_value(n)
-            if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
-                raise ModelError(f"tensor '{n.output[0]}' of Constant node '{node_name}' contains NaN or Inf values")
+            if has_nan(data):
+                raise ModelError(f"tensor '{n.output[0]}' of Constant node '{node_name}' contains NaN values")
             if data.size > board.flash_bytes:  # even at one byte per value (int8) it cannot fit
                 raise ModelError(f"tensor '{n.output[0]}' of Constant node '{node_name}' ({data.size} values) is "
                                  f"larger than the flash of board '{board.name}' ({board.flash_bytes} bytes) "
@@ -270,6 +297,7 @@ def infer_shapes(g: Graph, board: Board) -> None:
     here and becomes a constant, so that the ops after it see constants (ops/static.py)."""
     for node in list(g.nodes):
         op = REGISTRY[node.op]
+        drop_empty_tensors(node, g)
         if is_static(node, g):
             fold_node(node, g, board)
             continue

@@ -28,7 +28,7 @@ from ..quant.requant import clamp_int8, dequantize, quantize_float, quantize_mul
 from .activation import lookup_table
 from .common import (Buf, Weight, apply_fused_float, broadcast_shape, float_bounds, fused_int_range, qparams_of,
                      require)
-from .elementwise import Add, Binary, Mul, const_qparams
+from .elementwise import Add, Binary, Mul, const_qparams, integer_result
 from .registry import register
 
 FLOAT_CODES = {"Sub": 0, "Div": 1, "Pow": 2, "Min": 3, "Max": 4, "PRelu": 5}
@@ -60,6 +60,9 @@ class MathBinary(Binary):
         return FUNCTIONS[node.op]
 
     def run_float(self, node, g, xs):
+        integer = integer_result(node, xs)
+        if integer is not None:
+            return [integer]
         with np.errstate(all="ignore"):  # x / 0, pow of a negative base: inf and NaN as ORT
             y = self.function(node)(xs[0].astype(np.float64), xs[1].astype(np.float64))
         return [apply_fused_float(node, y.astype(np.float32))]
@@ -147,6 +150,9 @@ class Sum(make_table_first(Add)):
         return [broadcast_shape(node, [g.tensors[i].shape for i in node.inputs])]
 
     def run_float(self, node, g, xs):
+        integer = integer_result(node, xs)
+        if integer is not None:
+            return [integer]
         y = xs[0].astype(np.float64)
         for x in xs[1:]:
             y = self.function(node)(y, x.astype(np.float64))

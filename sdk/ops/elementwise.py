@@ -31,10 +31,34 @@ def broadcast_strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]
 
 
 def const_qparams(data: np.ndarray) -> tuple[float, int]:
-    """Per-tensor asymmetric int8 parameters for a constant operand (range includes 0)."""
-    lo, hi = min(0.0, float(data.min())), max(0.0, float(data.max()))
+    """Per-tensor asymmetric int8 parameters for a constant operand (range includes 0). +/-inf
+    (a mask value) stays out of the range: it quantizes to the saturated code -128 / 127."""
+    finite = data[np.isfinite(data)]
+    lo, hi = min(0.0, float(finite.min(initial=0.0))), max(0.0, float(finite.max(initial=0.0)))
     scale = (hi - lo) / 255.0 or 1.0
     return scale, int(np.clip(np.round(-128 - lo / scale), -128, 127))
+
+
+def truncating_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division rounded toward zero (C's, ORT's and the onnx reference's), not numpy's floor."""
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+INTEGER_FUNCTIONS = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": truncating_divide,
+                     "Min": np.minimum, "Max": np.maximum, "Sum": np.add}
+
+
+def integer_result(node: Node, xs: list[np.ndarray]) -> np.ndarray | None:
+    """The op on integer constants (shape arithmetic as exporters and function bodies write it:
+    Shape -> Sub -> Div -> Slice/Pad), exact and integer as ONNX defines it; None when an operand
+    is not an integer tensor (then the float path applies)."""
+    if node.op not in INTEGER_FUNCTIONS or not all(np.issubdtype(np.asarray(x).dtype, np.integer) for x in xs):
+        return None
+    y = np.asarray(xs[0])
+    for x in xs[1:]:
+        y = INTEGER_FUNCTIONS[node.op](y, np.asarray(x))
+    return np.asarray(y).astype(np.result_type(*xs))
 
 
 class Binary(OpDef):
@@ -94,6 +118,9 @@ class Add(Binary):
     int8_rule = "both operands rescaled by 21-bit multipliers, summed in int32, one rounding"
 
     def run_float(self, node, g, xs):
+        integer = integer_result(node, xs)
+        if integer is not None:
+            return [integer]
         return [apply_fused_float(node, (xs[0] + xs[1]).astype(np.float32))]
 
     def quantize(self, node, g):
@@ -126,6 +153,9 @@ class Mul(Binary):
     int8_rule = "product of the zero-point-corrected operands, requantized"
 
     def run_float(self, node, g, xs):
+        integer = integer_result(node, xs)
+        if integer is not None:
+            return [integer]
         return [apply_fused_float(node, (xs[0] * xs[1]).astype(np.float32))]
 
     def quantize(self, node, g):

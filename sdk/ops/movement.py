@@ -272,12 +272,18 @@ class DepthToSpace(BlockOp):
 @register
 class SpaceToDepth(BlockOp):
     op_type = "SpaceToDepth"
-    summary = "NCHW: output channel (i*b + j)*C + c reads pixel (h*b + i, w*b + j) of channel c"
+    summary = ("NCHW, modes DCR (default: output channel (i*b + j)*C + c reads pixel (h*b + i, w*b + j) "
+               "of channel c) and CRD (output channel c*b*b + i*b + j)")
+    defaults = {"mode": "DCR"}
 
     def tables(self, node, g):
         n, c, h, w = g.tensors[node.inputs[0]].shape
         b = int(node.attrs["blocksize"])
+        mode = self.attr(node, "mode")
+        require(mode in ("DCR", "CRD"), node, f"mode '{mode}' is not supported (DCR and CRD are)")
         require(h % b == 0 and w % b == 0, node, f"height {h} and width {w} are not multiples of blocksize {b}")
         k = np.arange(c * b * b)
-        return [[np.arange(n) * c * h * w, k % c * h * w + k // (b * c) * w + k // c % b,
+        # (channel, block row i, block column j) of output channel k
+        chan, i, j = (k % c, k // (b * c), k // c % b) if mode == "DCR" else (k // (b * b), k // b % b, k % b)
+        return [[np.arange(n) * c * h * w, chan * h * w + i * w + j,
                  np.arange(h // b) * b * w, np.arange(w // b) * b]]
