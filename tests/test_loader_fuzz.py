@@ -184,7 +184,7 @@ def test_regression_folded_node_is_checked():
     g.tensors["k"] = Tensor("k", (), "float32", np.array(1.0, np.float32))
     g.nodes.append(Node("GlobalAveragePool", "gap0", ["k"], ["p"]))
     with pytest.raises(ModelError, match=r"node 'gap0' \(GlobalAveragePool\): its constant inputs cannot be evaluated at compile "
-                       r"time: not enough values to unpack"):
+                       r"time: "):
         infer_shapes(g, get_board("host"))
 
 
