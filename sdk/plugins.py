@@ -53,7 +53,7 @@ from .codegen.prototypes import mismatches, parse_prototype
 from .codegen.sanitize import c_identifier
 from .errors import ModelError, UsageError
 from .ir import Graph, Node
-from .ops.registry import REGISTRY, OpDef
+from .ops.registry import REGISTRY, OpDef, int8_rule_text
 
 __all__ = ["register_op", "replace_kernel", "Attr", "Kernel", "Int8", "OpContext", "In", "Out", "W", "I", "F",
            "load_plugins", "PluginError"]
@@ -650,7 +650,11 @@ def builtin_kernel_sets(op: OpDef) -> list[str]:
     if op.alias:
         return []
     portable = declarations("portable")
-    kernels = {k for k in re.findall(r'"(\w+)"', source) if k in portable}
+    names = set(re.findall(r'"(\w+)"', source))
+    family = getattr(op, "kernel_family", None)  # ops that name their kernels as f"{family}_{dtype}"
+    if family:
+        names |= {f"{family}_{dtype}" for dtype in ("s8", "s16", "f32")}
+    kernels = names & set(portable)
     load_all()
     sets = ["portable"] if kernels else []
     return sets + sorted(s for s, ks in KERNEL_SETS.items() if s != "portable" and kernels & set(ks.rules))
@@ -664,9 +668,7 @@ def describe_ops() -> dict:
             continue
         spec = OPS.get(key)
         if spec is None:
-            rule = "alias (no code)" if op.alias else "keeps input scale" if op.output_qparams == "same" \
-                else "requantized"
-            rows.append({"op": key, "domain": "ai.onnx", "source": "built-in", "int8": rule,
+            rows.append({"op": key, "domain": "ai.onnx", "source": "built-in", "int8": int8_rule_text(op),
                          "kernel_sets": builtin_kernel_sets(op)})
         else:
             sets = sorted({k.kernel_set for k in spec.kernels})

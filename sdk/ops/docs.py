@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import REGISTRY, supported_ops
+from .registry import int8_rule_text
 
 
 def render() -> str:
@@ -9,15 +10,7 @@ def render() -> str:
              "do not edit.", "", "| op | int8 rule | notes |", "|---|---|---|"]
     for name in supported_ops():
         op = REGISTRY[name]
-        if op.int8_rule:
-            rule = op.int8_rule
-        elif op.alias:
-            rule = "alias (no code)"
-        elif op.output_qparams == "same":
-            rule = "keeps input scale"
-        else:
-            rule = "requantized"
-        lines.append(f"| {name} | {rule} | {op.summary} |")
+        lines.append(f"| {name} | {int8_rule_text(op)} | {op.summary} |")
     return "\n".join(lines) + "\n"
 
 

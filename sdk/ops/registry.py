@@ -74,5 +74,12 @@ def get_op(op_type: str) -> OpDef:
     return REGISTRY[op_type]
 
 
+def int8_rule_text(op: OpDef) -> str:
+    """The int8 rule of an op in a few words (SUPPORTED_OPS.md, `cuvil-sdk ops`)."""
+    if op.int8_rule:
+        return op.int8_rule
+    return "alias (no code)" if op.alias else "keeps input scale" if op.output_qparams == "same" else "requantized"
+
+
 def supported_ops() -> list[str]:
     return sorted(t for t in REGISTRY if not t.startswith("_"))
