@@ -1376,7 +1376,7 @@ def make_net(name: str, case_ids: Sequence[str], opset: int = OPSET) -> Net:
         nodes += b.nodes
         inits += b.inits
     graph = helper.make_graph(nodes, name, graph_inputs, graph_outputs, inits)
-    opset = max(CASES[cid].opset for cid in case_ids)
+    opset = max([opset] + [CASES[cid].opset for cid in case_ids])  # the caller's, or a case's newer one
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="kernel_cases")
     model.ir_version = 8
     done = onnx.shape_inference.infer_shapes(model, strict_mode=True).graph
