@@ -213,3 +213,18 @@ def test_regression_lstm_bias_shape(tmp_path):
     node = helper.make_node("LSTM", ["x", "w", "r", "b"], ["y"], name="lstm0", hidden_size=2)
     model = one_node_model(node, inits, (4, 1, 3), ["t", "d", "n", "h"])
     assert compile_model(tmp_path, model) == (3, "cuvil-sdk: error: node 'lstm0' (LSTM): B must be [1, 16], not [2]")
+
+
+def test_regression_empty_required_input_is_named():
+    """A Concat whose second input name is empty (the fuzzer's dangling_input on shape_head.onnx,
+    seed 677; was a KeyError): refused naming the node and the input."""
+    from cuvil_sdk.boards import get_board
+    from cuvil_sdk.errors import ModelError
+    from cuvil_sdk.frontend.loader import infer_shapes
+    from cuvil_sdk.ir import Graph, Node, Tensor
+
+    g = Graph()
+    g.tensors["x"] = Tensor("x", (1, 4))
+    g.nodes.append(Node("Concat", "cat0", ["x", ""], ["y"], {"axis": 1}))
+    with pytest.raises(ModelError, match=r"node 'cat0' \(Concat\): input 1 is empty, but the op needs a tensor there"):
+        infer_shapes(g, get_board("host"))

@@ -301,8 +301,7 @@ def infer_shapes(g: Graph, board: Board) -> None:
         if is_static(node, g):
             fold_node(node, g, board)
             continue
-        op.check(node, g)
-        shapes = op.infer(node, g)
+        shapes = checked_shapes(op, node, g)
         for out, shape in zip(node.outputs, shapes):
             if not out:
                 continue
@@ -313,6 +312,19 @@ def infer_shapes(g: Graph, board: Board) -> None:
                                  f"of board '{board.name}' ({board.ram_bytes} bytes) even as int8")
             g.tensors[out] = t
         refuse_extra_outputs(node, shapes)
+
+
+def checked_shapes(op, node: Node, g: Graph) -> list:
+    """The op's support check, then its shape inference. An input left empty ('') where the op
+    needs a tensor (ONNX marks only optional inputs that way) is refused naming the node."""
+    try:
+        op.check(node, g)
+        return op.infer(node, g)
+    except KeyError as missing:
+        if missing.args and missing.args[0] == "" and "" in node.inputs:
+            raise ModelError(f"node '{node.name}' ({node.op}): input {node.inputs.index('')} is empty, "
+                             f"but the op needs a tensor there") from None
+        raise
 
 
 def refuse_extra_outputs(node: Node, shapes: list) -> None:

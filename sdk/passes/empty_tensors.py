@@ -34,14 +34,20 @@ def drop_empty_split_parts(node: Node, g: Graph) -> None:
     node.attrs = {k: v for k, v in node.attrs.items() if k not in ("split", "num_outputs")}
 
 
+def is_empty_constant(g: Graph, name: str) -> bool:
+    """An input that is a constant with no values (unknown names are left to the op's check)."""
+    t = g.tensors.get(name)
+    return t is not None and t.is_const and t.size == 0
+
+
 def drop_empty_concat_inputs(node: Node, g: Graph) -> None:
-    filled = [name for name in node.inputs if not (g.tensors[name].is_const and g.tensors[name].size == 0)]
+    filled = [name for name in node.inputs if not is_empty_constant(g, name)]
     if filled:
         node.inputs = filled
 
 
 def drop_empty_tensors(node: Node, g: Graph) -> None:
-    if node.op == "Split" and not g.tensors[node.inputs[0]].is_const:
+    if node.op == "Split" and node.inputs and node.inputs[0] in g.tensors and not g.tensors[node.inputs[0]].is_const:
         drop_empty_split_parts(node, g)
     elif node.op == "Concat":
         drop_empty_concat_inputs(node, g)
