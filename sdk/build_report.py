@@ -281,7 +281,10 @@ def size_report(elf: Path, map_file: Path, su_files: list[Path], board: Board,
 def _report(link: LinkMap, name: str, board: Board, models: tuple[str, ...] = ()) -> dict[str, Any]:
     use = memory_use(link, name, board, models)
     flash_region, ram_region = _flash_and_ram(link)
-    flash = use["regions"].get(flash_region, {})
+    flash = dict(use["regions"].get(flash_region, {}))
+    gaps = section_gaps(link, flash_region)
+    if gaps:  # the image holds the padding between output sections too
+        flash["alignment"] = flash.get("alignment", 0) + gaps
     ram = use["regions"].get(ram_region, {})
     flash_bytes, ram_bytes = sum(flash.values()), sum(ram.values())
     report = {
@@ -306,6 +309,23 @@ def _model_use(model: str, regions: dict[str, dict[str, int]], flash_region: str
     flash, ram = regions.get(flash_region, {}), regions.get(ram_region, {})
     return {"name": model, "arena_bytes": ram.get("arena", 0), "weights_bytes": flash.get("weights", 0),
             "code_bytes": flash.get("model", 0), "flash_bytes": sum(flash.values()), "ram_bytes": sum(ram.values())}
+
+
+NOT_LOADED = (".bss", ".stack", ".heap", ".noinit")  # allocated in RAM, never in the image
+MAX_GAP = 64  # larger distances between sections are deliberate placements, not alignment
+
+
+def section_gaps(link: LinkMap, region: str) -> int:
+    """Alignment padding between the output sections loaded into `region` (by load address):
+    the linker leaves it between sections (e.g. .text then an 8-aligned .rodata), and the
+    .bin holds it, but no input section of the map owns it."""
+    if region not in link.regions:
+        return 0
+    origin, length = link.regions[region]
+    loaded = sorted((lma, size) for name, (_, lma, size) in link.sections.items()
+                    if size and origin <= lma < origin + length and not name.startswith(NOT_LOADED))
+    gaps = (nxt - (lma + size) for (lma, size), (nxt, _) in zip(loaded, loaded[1:]))
+    return sum(gap for gap in gaps if 0 < gap <= MAX_GAP)
 
 
 def _flash_and_ram(link: LinkMap) -> tuple[str, str]:

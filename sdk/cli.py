@@ -253,7 +253,7 @@ def human_image(info: dict, report: dict) -> str:
 
 
 def instructions_line(report: dict) -> str:
-    return f"\n  {report['instructions']} instructions per inference ({report['instructions_note']})"
+    return f"\n  {report['instructions']} guest instructions per inference ({report['instructions_note']})"
 
 
 def human_run(report: dict) -> str:
