@@ -19,7 +19,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_host import ort_session  # noqa: E402  (one thread, sequential, all graph optimizations)
 
 MODELS = ("mobilenet_v2", "resnet50")
 
@@ -32,7 +34,7 @@ def cli(*args: str) -> dict:
 
 
 def onnxruntime_outputs(model: Path, x: np.ndarray) -> np.ndarray:
-    session = ort.InferenceSession(str(model))
+    session = ort_session(model)
     name = session.get_inputs()[0].name
     return np.concatenate([session.run(None, {name: x[i:i + 1]})[0] for i in range(len(x))])
 
