@@ -6,5 +6,9 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 # Tests reach tools as the product does: the SDK's own environment first, then the system's.
 export PATH="$PWD/.venv/bin:$PATH"
+# Most tests drive one single-threaded tool at a time (gcc, QEMU), so pytest-xdist runs them on
+# one worker per core (CUVIL_TEST_WORKERS overrides: a number, or 0 for one process). A test
+# file stays on one worker (--dist loadfile): its module fixtures build once.
+workers="${CUVIL_TEST_WORKERS:-auto}"
 # pytest exits 5 when it collects nothing: that is a failure here, and so is any other non-zero.
-exec .venv/bin/python -m pytest -q -ra "$@" tests board_tests
+exec .venv/bin/python -m pytest -q -ra -n "$workers" --dist loadfile "$@" tests board_tests
