@@ -97,6 +97,27 @@ def test_runtime_batch_is_one_c_call_and_out_writes_in_place(work, host_build):
         assert raw.dtype == np.int8 and np.array_equal(raw[2:3], model.run_int8(q[2:3])["logits"])
 
 
+def test_runtime_reuses_the_pointers_of_refilled_arrays(host_build):
+    """The fast path keeps the pointers of the last input and out= arrays: refilled in place,
+    they run on their new contents; an array reshaped in place, or the same out= array for
+    another batch size, is checked again; a closed model says so instead of crashing."""
+    from cuvil_sdk import runtime
+    from cuvil_sdk.errors import ModelError, UsageError
+    with runtime.load(host_build["artifacts"]["so"]) as model:
+        want = model(X)
+        x, y = np.empty((1, 1, 8, 8), dtype=np.float32), np.empty((1, 10), dtype=np.float32)
+        for i in range(len(X)):
+            x[...] = X[i:i + 1]
+            assert model(x, out=y) is y and np.array_equal(y, want[i:i + 1])
+        with pytest.raises(UsageError, match="out= for 'logits' must be"):
+            model(np.array(X), out=y)  # five samples into a one-sample array
+        x.shape = (1, 64)
+        with pytest.raises(ModelError, match=r"shape \(1, 64\)"):
+            model(x)
+    with pytest.raises(UsageError, match="the model is closed"):
+        model(X[0:1])
+
+
 def test_runtime_threads_each_get_an_arena(host_build):
     from cuvil_sdk import runtime
     with runtime.load(host_build["artifacts"]["so"]) as model:
