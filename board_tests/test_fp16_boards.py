@@ -18,7 +18,9 @@ from cuvil_sdk import cuda_tools
 from cuvil_sdk.codegen.cuda_emulator import build_emulator
 from cuvil_sdk.quant.half import FLOAT_LAYER_REASON
 
+import simd_cases as sc
 from models import EXAMPLES, cli, cli_run, cosine, ort_outputs
+from test_simd_rpi5 import float_grid_run
 from tools import missing_tools
 
 RESNET8 = EXAMPLES / "resnet8_fp32.onnx"
@@ -60,6 +62,37 @@ def test_rpi5_fp16_resnet8_matches_onnxruntime_with_half_the_weight_bytes(tmp_pa
     assert 0.45 * fp32 <= report["weight_bytes"] <= 0.52 * fp32, (report["weight_bytes"], fp32)
     # Softmax has no fp16 kernel: computed in fp32, and said so
     assert {(f["op"], f["reason"]) for f in report["fallbacks"]} >= {("Softmax", FLOAT_LAYER_REASON)}
+
+
+# fp16 storage of every activation and weight against the float32 reference: each output within
+# this fraction of its largest magnitude (11-bit significands, roundings through the layers)
+GRID_TOLERANCE = 1e-2
+FP16_MAX = 65504.0
+# the SIMD float cases (the neon fp16 kernels' blocks and tails) and one case of each other f16
+# family, plus layers computed in fp32 inside the build (Softmax; GRU with its scratch tensor)
+GRID_IDS = sc.FP32_IDS + ["conv_depthwise_mult2", "matmul_3d", "add_bcast_both", "maxpool_ceil",
+                          "avgpool_ceil_include_pad", "concat_channels", "pad_value", "transpose_0321", "sigmoid",
+                          "softmax_rows", "seq_gru_forward"]
+
+
+@pytest.mark.slow
+def test_rpi5_fp16_kernel_grid_matches_run_float(tmp_path):
+    """The float kernel grid (odd channel counts, strides, padding, depthwise multipliers, tails of
+    the 8-lane blocks, LSTM/GRU, softmax, ...) in one fp16 build: the SIMD float cases on the neon
+    fp16 kernels, every output close to the float32 reference."""
+    net, info, got, want, ids = float_grid_run(tmp_path, "fp16", GRID_IDS)
+    chosen = sc.main_layer_kernels(info, net)
+    for cid in sc.FP32_IDS:
+        assert chosen[cid] == f"{sc.EXPECT[cid]}_f16_neon", f"{cid}: {chosen[cid]}"
+    for cid in ids:
+        for y in net.outputs[cid]:
+            for i, (a, b) in enumerate(zip(got, want)):
+                a = a[y].reshape(b[y].shape)
+                if np.abs(b[y]).max() > FP16_MAX:  # beyond fp16: the stored value is infinite
+                    assert np.isinf(a[np.abs(b[y]) > FP16_MAX * 1.001]).all(), f"{cid} {y} sample {i}"
+                    continue
+                err = float(np.abs(a - b[y]).max())
+                assert err <= GRID_TOLERANCE * max(1.0, float(np.abs(b[y]).max())), f"{cid} {y} sample {i}: {err}"
 
 
 @pytest.mark.slow

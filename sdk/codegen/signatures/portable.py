@@ -125,8 +125,8 @@ for _variant, _t in (("s8", "int8_t"), ("f32", "float")):
 # fp16 (--precision fp16): the f16 variant of each float family has the f32 kernel's parameters
 # with half tensors and half main weights `w` (the other constants stay as they are: float bias,
 # int32 tables). Conversions at the boundary of a layer computed in fp32 inside an fp16 build.
-HALF_FAMILIES = ("add", "avgpool", "binary", "concat", "conv2d", "convtranspose2d", "fc", "matmul", "maxpool", "mul",
-                 "pad", "remap", "resize_linear", "resize_taps", "transpose", "where")
+HALF_FAMILIES = ("activation", "add", "avgpool", "binary", "concat", "conv2d", "convtranspose2d", "fc", "matmul",
+                 "maxpool", "mul", "pad", "remap", "resize_linear", "resize_taps", "transpose", "where")
 HALF = "cuvil_f16"
 
 
