@@ -1,7 +1,8 @@
 """fp16 builds (--precision fp16): every run-time tensor is stored as IEEE half (2 bytes in the
 arena), and each layer runs the f16 variant of its float kernels. A layer whose op has no f16
 kernel is computed in fp32 between a _ToFloat of its fp16 inputs and a _ToHalf of its outputs
-(its conversions are planned like any layer), and the build reports it as a fallback. The
+(its conversions are planned like any layer; consecutive fp32 layers hand float tensors to each
+other directly), and the build reports it as a fallback. The
 model's inputs and outputs stay float32 at the C API: the run function converts them while
 copying them in and out of the arena."""
 from __future__ import annotations
@@ -72,6 +73,10 @@ def to_half(g: Graph) -> list[str]:
             t = g.tensors.get(name) if name else None
             if t is None or t.is_const:
                 continue
+            producer = g.producer(name)
+            if producer is not None and producer.op == "_ToHalf":  # float already upstream: no fp16 round trip
+                node.inputs[i] = producer.inputs[0]
+                continue
             if name not in widened:
                 widened[name] = convert_node(g, node, name, "_ToFloat", "float32", before=True)
             node.inputs[i] = widened[name]
@@ -82,4 +87,5 @@ def to_half(g: Graph) -> list[str]:
                 g.tensors[name].dtype = "float32"
                 continue
             node.outputs[j] = convert_node(g, node, name, "_ToHalf", "float32", before=False)
+    g.remove_unused()  # a _ToHalf whose only readers now read its float input
     return [n.name for n in float_nodes]
