@@ -140,24 +140,27 @@ def test_neon_without_dotprod_bit_exact(tmp_path_factory, group):
                 assert np.array_equal(got[y], want[y]), f"{cid} output {y}, sample {i}: {kc.mismatch(got[y], want[y])}"
 
 
+def float_grid_run(folder: Path, precision: str = "fp32", ids: list[str] | None = None):
+    """The float grid (kernel_cases.FP32_CASES and the SIMD float cases, or `ids`) as one model
+    built in `precision` for rpi5 and run under QEMU: (net, build info, outputs, run_float's, ids)."""
+    ids = ids or kc.FP32_CASES + sc.FP32_IDS
+    saved = dict(kc.CASES)
+    try:
+        kc.CASES.update(sc.BY_ID)
+        net = kc.save_net(kc.make_net(f"r_{precision}", ids), folder)
+    finally:
+        kc.CASES.clear()
+        kc.CASES.update(saved)
+    g = kc.reference_graph(net, BOARD, PROFILE, "fp32")
+    info = kc.build(net, folder / "out", BOARD, PROFILE, precision)
+    samples = kc.float_samples(net, FLOAT_SAMPLES, seed=33)
+    result = run_samples(get_board(BOARD), info, samples, False)
+    return net, info, result["outputs"], [run_float(g, s) for s in samples], ids
+
+
 @pytest.fixture(scope="module")
 def fp32_run(tmp_path_factory):
-    def make(_key):
-        folder = tmp_path_factory.mktemp("rpi5_fp32")
-        ids = kc.FP32_CASES + sc.FP32_IDS
-        saved = dict(kc.CASES)
-        try:
-            kc.CASES.update(sc.BY_ID)
-            net = kc.save_net(kc.make_net("r_fp32", ids), folder)
-        finally:
-            kc.CASES.clear()
-            kc.CASES.update(saved)
-        g = kc.reference_graph(net, BOARD, PROFILE, "fp32")
-        info = kc.build(net, folder / "out", BOARD, PROFILE, "fp32")
-        samples = kc.float_samples(net, FLOAT_SAMPLES, seed=33)
-        result = run_samples(get_board(BOARD), info, samples, False)
-        return net, info, result["outputs"], [run_float(g, s) for s in samples], ids
-    return kc.Lazy(make)
+    return kc.Lazy(lambda _key: float_grid_run(tmp_path_factory.mktemp("rpi5_fp32")))
 
 
 def test_neon_fp32_matches_run_float(fp32_run):

@@ -23,6 +23,7 @@ from .planner import plan_arena
 from .plugins import load_plugins
 from .profiles import Profile
 from .quant.calibrate import calibrate
+from .quant.half import to_half
 from .quant.quantize import needs_calibration, quantize_graph
 from .quant.sensitivity import choose_layers
 
@@ -155,6 +156,8 @@ def compile_model(req: CompileRequest, out_dir: Path) -> dict:
     threads = check_threads(req)
     g = frontend_and_passes(req)
     precision_layers = quantize(g, req) if precision == "int8" else {"float_layers": [], "int16_layers": []}
+    if precision == "fp16":
+        precision_layers["float_layers"] = to_half(g)
     plan = plan_arena(g)
     options = CodegenOptions(precision=precision, threads=threads, debug_dump=req.debug_dump,
                              weight_layout=weight_layout_of(req))

@@ -28,8 +28,8 @@ def environment() -> jinja2.Environment:
 
 def format_values(values: np.ndarray, ctype: str) -> list[str]:
     """Initializer lines for a weight array (Python formats, the template only places)."""
-    if ctype == "float":
-        items = [c_float(v) for v in values.tolist()]
+    if ctype in ("float", "cuvil_f16"):  # an fp16 value is exact in float32: its literal converts back exactly
+        items = [c_float(v) for v in values.astype(np.float32).tolist()]
     else:
         items = [str(int(v)) for v in values.tolist()]
     return [", ".join(items[i:i + VALUES_PER_LINE]) for i in range(0, len(items), VALUES_PER_LINE)] or ["0"]
@@ -65,6 +65,9 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
     (src / "kernels").mkdir(parents=True, exist_ok=True)
     context = {
         "name": prefix, "NAME": prefix.upper(), "int8": int8, "ctype": CTYPES["int8" if int8 else "float32"],
+        # what the arena holds at the model's inputs and outputs (fp16 builds convert while copying)
+        "arena_ctype": CTYPES["float16" if precision == "fp16" else "float32"],
+        "half": precision == "fp16",
         "arena_bytes": max(plan.size, ARENA_ALIGN), "arena_align": ARENA_ALIGN, "inputs": inputs, "outputs": outputs,
         "calls": lowered.calls, "kernel_headers": sorted(set(lowered.kernel_files.values())),
         "weights": [{"name": w.name, "ctype": w.ctype, "count": w.values.size, "lines": format_values(w.values, w.ctype)}

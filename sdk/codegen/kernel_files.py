@@ -41,6 +41,10 @@ VARIANTS: dict[str, dict[str, object]] = {
             "wide": True, "what": "16x8 (int16 activations, int8 weights, int64 accumulator)", "lowest": "-32768"},
     "f32": {"name": "f32", "t": "float", "w": "float", "bias": "float", "acc": "float", "quant": False,
             "wide": False, "what": "float", "lowest": "-3.4e38f"},
+    # fp16 storage (cuvil_f16: __fp16 on Arm), float32 arithmetic: the f32 loop on half loads
+    # and stores; bias stays float32 (it is added once per output, its bytes are few).
+    "f16": {"name": "f16", "t": "cuvil_f16", "w": "cuvil_f16", "bias": "float", "acc": "float", "quant": False,
+            "wide": False, "what": "fp16 (float32 arithmetic on half storage)", "lowest": "-65504.0f"},
 }
 
 

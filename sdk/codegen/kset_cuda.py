@@ -104,10 +104,7 @@ def resize(c: KernelCall, node, g, options) -> Answer:
     return launch(c.kernel, c.args, c["outer"] * c["oh"] * c["ow"])
 
 
-@register_kernel_set
-class Cuda(KernelSet):
-    name = SET
-    rules = {
+FLOAT_RULES = {
         "conv2d_s8": conv, "conv2d_f32": conv, "conv2d_s16": conv,
         "convtranspose2d_s8": conv, "convtranspose2d_f32": conv,
         "fc_s8": fc, "fc_f32": fc, "fc_s16": fc,
@@ -131,3 +128,16 @@ class Cuda(KernelSet):
         "reduce_f32": reduction, "reduce_s8": reduction, "norm_f32": per("rows"), "norm_s8": per("rows"),
         "norm_stats_f32": per("rows"),
     }
+
+
+def with_half(rules: dict) -> dict:
+    """The rules, and for each float kernel the same rule for its f16 twin (one thread per
+    output value as in fp32; the kernels differ only in storage), plus the fp16 conversions."""
+    half = {name[:-len("_f32")] + "_f16": rule for name, rule in rules.items() if name.endswith("_f32")}
+    return {**rules, **half, "convert_f32_f16": per("count"), "convert_f16_f32": per("count")}
+
+
+@register_kernel_set
+class Cuda(KernelSet):
+    name = SET
+    rules = with_half(FLOAT_RULES)

@@ -22,7 +22,7 @@ from .kernel_sets import Answer, KernelSet, register_kernel_set
 from .simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, SUM_RANGE, acc_bounds, channel_blocks, channel_tile,
                           conv_tap_rows, data, dense_conv_weights, padded, panel_band, pick, requant_table_neon,
                           sums_fit, threads_for, undilated_pool, zero_point_bias)
-from .simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, shared_rules
+from .simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, half_rules, shared_rules
 
 FC_K_MAX = PANEL_MAX_BYTES  # fc: the most inputs copied to the stack
 SET = "neon"
@@ -136,6 +136,7 @@ class Neon(KernelSet):
     name = SET
     rules = {
         **shared_rules(SET, 4),
+        **half_rules(SET),
         "conv2d_s8": conv_s8,
         "fc_s8": fc_s8,
         "maxpool_s8": maxpool_s8,

@@ -16,7 +16,7 @@ from .options import CodegenOptions
 from .sanitize import Namer
 
 TEMPLATES = __import__("pathlib").Path(__file__).resolve().parent.parent / "templates"
-CTYPES = {"int8": "int8_t", "int16": "int16_t", "float32": "float", "int32": "int32_t"}
+CTYPES = {"int8": "int8_t", "int16": "int16_t", "float32": "float", "int32": "int32_t", "float16": "cuvil_f16"}
 
 
 @dataclass
@@ -100,9 +100,15 @@ def select_kernel(c: KernelCall, node, g: Graph, kernel_sets: list[str], options
 
 
 def op_calls(node, g: Graph, options: CodegenOptions) -> list[KernelCall]:
-    """What the node's op lowers to: checked portable kernel calls."""
-    lowered = get_op(node.op).lower(node, g, node.precision or options.precision)
-    return lowered if isinstance(lowered, list) else [lowered]
+    """What the node's op lowers to: checked portable kernel calls. Ops lower fp16 layers as
+    float ones; each call then becomes its f16 twin (quant/half.py)."""
+    precision = node.precision or options.precision
+    lowered = get_op(node.op).lower(node, g, "fp32" if precision == "fp16" else precision)
+    calls = lowered if isinstance(lowered, list) else [lowered]
+    if precision == "fp16":
+        from ..quant.half import half_call
+        calls = [half_call(c, node) for c in calls]
+    return calls
 
 
 def layer_calls(g: Graph, kernel_sets: list[str], options: CodegenOptions, fallbacks: list[Fallback]):
@@ -114,6 +120,9 @@ def layer_calls(g: Graph, kernel_sets: list[str], options: CodegenOptions, fallb
             continue
         try:
             portable = op_calls(node, g, options)
+            if options.precision == "fp16" and node.precision == "fp32":  # no f16 kernel (quant/half.py)
+                from ..quant.half import FLOAT_LAYER_REASON
+                fallbacks.append(Fallback(node.name, node.op, portable[0].kernel, FLOAT_LAYER_REASON))
             calls = [c for p in portable for c in select_kernel(p, node, g, kernel_sets, options, fallbacks)]
         except KernelInterfaceError as exc:
             raise KernelInterfaceError(f"op {node.op} (node '{node.name}'): {exc}") from None

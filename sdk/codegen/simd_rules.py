@@ -45,11 +45,19 @@ def binary_s8(kernel_set: str, op: str, c: KernelCall, node, g, options) -> Answ
     return kernel(kernel_set, f"{op}_s8_{kernel_set}")(**{**a, **loop})
 
 
+# The float variants the SIMD sets take: (numpy dtype, C type) of their tensors and main weights.
+FLOAT_TYPES = {"f32": (np.float32, "float"), "f16": (np.float16, "cuvil_f16")}
+
+
 def float_conv(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> Answer:
-    """fp32 conv (weights [ky][tap][channel] in blocks of 16/8 channels) and depthwise
-    (weights [block][tap][lanes]). Dilation becomes zero taps, other groupings a dense
-    convolution with zero weights across groups (dense_conv_weights): same sums, more MACs."""
+    """Float conv (fp32, or fp16 with float32 bias) (weights [ky][tap][channel] in blocks of
+    16/8 channels) and depthwise (weights [block][tap][lanes]). Dilation becomes zero taps,
+    other groupings a dense convolution with zero weights across groups (dense_conv_weights):
+    same sums, more MACs."""
     a = c.args
+    variant = c.kernel.rsplit("_", 1)[1]
+    dtype, ctype = FLOAT_TYPES[variant]
+    itemsize = np.dtype(dtype).itemsize
     w = data(a["w"]).astype(np.float32)  # [oc][kh][kw][c / groups]
     bias = data(a["bias"]).astype(np.float32)
     oc, ch, groups = a["oc"], a["c"], a["groups"]
@@ -64,12 +72,12 @@ def float_conv(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> 
         wt = np.zeros((cp, kh * kw), dtype=np.float32)
         wt[:ch] = w.reshape(ch, kh * kw)
         packed = wt.reshape(cp // lanes, lanes, kh * kw).transpose(0, 2, 1)  # [block][tap][lanes]
-        band = panel_band(a["oh"], a["sh"], kh, cols * cp * 4)
+        band = panel_band(a["oh"], a["sh"], kh, cols * cp * itemsize)
         if band == 0:
             return Declined(PANEL_TOO_WIDE)
-        return kernel(kernel_set, f"dwconv2d_f32_{kernel_set}")(
-            **common, w=Weight("w", packed.reshape(-1), "float"), bias=Weight("bias", padded(bias, cp), "float"),
-            band=band)
+        return kernel(kernel_set, f"dwconv2d_{variant}_{kernel_set}")(
+            **common, w=Weight("w", packed.reshape(-1).astype(dtype), ctype),
+            bias=Weight("bias", padded(bias, cp), "float"), band=band)
     rows, kr = conv_tap_rows(w, 1)  # [oc][kh][kw * c]
     blocks = channel_blocks(oc, 16, 8)
     packed = []
@@ -77,17 +85,20 @@ def float_conv(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> 
         block = np.zeros((width, kh, kr), dtype=np.float32)
         block[:min(width, oc - o)] = rows[o:o + width]
         packed.append(block.transpose(1, 2, 0).reshape(-1))  # [ky][tap][channel]
-    band = panel_band(a["oh"], a["sh"], kh, round_up(cols * ch, lanes) * 4)
+    band = panel_band(a["oh"], a["sh"], kh, round_up(cols * ch, lanes) * itemsize)
     if band == 0:
         return Declined(PANEL_TOO_WIDE)
-    return kernel(kernel_set, f"conv2d_f32_{kernel_set}")(
-        **common, oc=oc, w=Weight("w", np.concatenate(packed), "float"),
+    return kernel(kernel_set, f"conv2d_{variant}_{kernel_set}")(
+        **common, oc=oc, w=Weight("w", np.concatenate(packed).astype(dtype), ctype),
         bias=Weight("bias", padded(bias, sum(width for _, width in blocks)), "float"), band=band)
 
 
 def float_fc(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> Answer:
-    """fp32 fully connected, weights [k][output] in blocks of up to 32 outputs."""
+    """Float fully connected (fp32, or fp16 with float32 bias), weights [k][output] in blocks of
+    up to 32 outputs."""
     a = c.args
+    variant = c.kernel.rsplit("_", 1)[1]
+    dtype, ctype = FLOAT_TYPES[variant]
     w = data(a["w"]).astype(np.float32)  # [n][k]
     bias = data(a["bias"]).astype(np.float32)
     n, k = a["n"], a["k"]
@@ -97,8 +108,8 @@ def float_fc(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> An
         block = np.zeros((width, k), dtype=np.float32)
         block[:min(width, n - j)] = w[j:j + width]
         packed.append(block.T.reshape(-1))  # [k][output]
-    return kernel(kernel_set, f"fc_f32_{kernel_set}")(
-        **pick(a, "in out rows k n lo hi"), w=Weight("w", np.concatenate(packed), "float"),
+    return kernel(kernel_set, f"fc_{variant}_{kernel_set}")(
+        **pick(a, "in out rows k n lo hi"), w=Weight("w", np.concatenate(packed).astype(dtype), ctype),
         bias=Weight("bias", padded(bias, round_up(n, lanes)), "float"),
         threads=threads_for(options, a["rows"] * n * k))
 
@@ -125,3 +136,8 @@ def shared_rules(kernel_set: str, lanes: int) -> dict:
             "softmax_s8": partial(softmax_s8, kernel_set), "transpose_s8": partial(transpose_s8, kernel_set),
             "conv2d_f32": partial(float_conv, kernel_set, lanes),
             "fc_f32": partial(float_fc, kernel_set, lanes)}
+
+
+def half_rules(kernel_set: str) -> dict:
+    """fp16 convolutions and fully connected layers, 8 half lanes per vector (neon)."""
+    return {"conv2d_f16": partial(float_conv, kernel_set, 8), "fc_f16": partial(float_fc, kernel_set, 8)}

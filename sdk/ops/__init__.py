@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (imported for registration)
     elementwise,
     qdq,
     gemm,
+    half,
     movement,
     recurrent,
     normalization,

@@ -26,7 +26,7 @@ from .common import Buf, Weight, const_input, optional_input, require
 from .registry import OpDef, register
 
 MAX_RANK = 4
-VARIANT = {"int8": "s8", "int16": "s16", "float32": "f32"}
+VARIANT = {"int8": "s8", "int16": "s16", "float32": "f32", "float16": "f16"}
 
 
 def strides_of(shape: tuple[int, ...]) -> list[int]:

@@ -255,7 +255,7 @@ class ResizeBase(Remap):
     def lower_taps(self, node: Node, g: Graph):
         geo = self.taps_geometry(node, g)
         variant = VARIANT[g.tensors[node.outputs[0]].dtype]
-        require(variant in ("s8", "f32"), node, f"{self.mode(node)} mode has no 16-bit kernel")
+        require(variant != "s16", node, f"{self.mode(node)} mode has no 16-bit kernel")
         if variant == "s8":
             wy, wx = q_taps(geo["wy"]), q_taps(geo["wx"])
             # keeps the int32 column sum and the int64 row sum of the kernel exact
@@ -315,7 +315,7 @@ class ResizeBase(Remap):
             return self.lower_taps(node, g)
         geo = self.linear_geometry(node, g)
         variant = VARIANT[g.tensors[node.outputs[0]].dtype]
-        require(variant in ("s8", "f32"), node, "linear mode has no 16-bit kernel")
+        require(variant != "s16", node, "linear mode has no 16-bit kernel")
         if variant == "s8":
             fy, fx = Weight("wy", self.q_weights(geo["fy"]), "int32_t"), Weight("wx", self.q_weights(geo["fx"]), "int32_t")
         else:

@@ -27,3 +27,10 @@ declare(SET, "fc_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int
 declare(SET, "maxpool_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), *I("n h w c oh ow kh kw sh sw pt pl pb pr"))
 declare(SET, "softmax_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), *I("rows cols"), W("exp_table", "int32_t"))
 declare(SET, "transpose_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), *I("o0 o1 o2 o3 s0 s1 s2 s3"))
+# fp16 (FEAT_FP16, vfmaq_f16): half tensors and weights, float32 bias
+declare(SET, "conv2d_f16_neon", In("in", "cuvil_f16"), Out("out", "cuvil_f16"), W("w", "cuvil_f16"), W("bias", "float"),
+        *I("n h wd c oh ow oc kh kw sh sw pt pl band"), *F("lo hi"), *I("threads"))
+declare(SET, "dwconv2d_f16_neon", In("in", "cuvil_f16"), Out("out", "cuvil_f16"), W("w", "cuvil_f16"),
+        W("bias", "float"), *I("n h wd c oh ow kh kw sh sw pt pl band"), *F("lo hi"), *I("threads"))
+declare(SET, "fc_f16_neon", In("in", "cuvil_f16"), Out("out", "cuvil_f16"), W("w", "cuvil_f16"), W("bias", "float"),
+        *I("rows k n"), *F("lo hi"), *I("threads"))

@@ -1,5 +1,5 @@
 """Declarations of the portable kernels (sdk/templates/portable/): one per kernel, in C parameter order."""
-from ..kernel_api import F, I, In, Out, W, declare
+from ..kernel_api import DECLARATIONS, F, I, In, Out, W, declare
 
 SET = "portable"
 
@@ -121,3 +121,21 @@ for _variant, _t in (("s8", "int8_t"), ("f32", "float")):
     declare(SET, f"where_{_variant}", In("a", _t), In("b", _t), Out("out", _t),
             *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), W("cond", "int8_t"), *I("sc0 sc1 sc2 sc3"),
             *(I("za ma sha zb mb shb zy", "int32_t") if _variant == "s8" else []))
+
+# fp16 (--precision fp16): the f16 variant of each float family has the f32 kernel's parameters
+# with half tensors and half main weights `w` (the other constants stay as they are: float bias,
+# int32 tables). Conversions at the boundary of a layer computed in fp32 inside an fp16 build.
+HALF_FAMILIES = ("activation", "add", "avgpool", "binary", "concat", "conv2d", "convtranspose2d", "fc", "matmul",
+                 "maxpool", "mul", "pad", "remap", "resize_linear", "resize_taps", "transpose", "where")
+HALF = "cuvil_f16"
+
+
+def _half_param(p):
+    halved = p.ctype == "float" and (p.kind in ("input", "output") or (p.kind == "weight" and p.name == "w"))
+    return type(p)(p.name, p.kind, HALF) if halved else p
+
+
+for _family in HALF_FAMILIES:
+    declare(SET, f"{_family}_f16", *[_half_param(p) for p in DECLARATIONS[SET][f"{_family}_f32"].params])
+declare(SET, "convert_f32_f16", In("in", "float"), Out("out", HALF), *I("count"))
+declare(SET, "convert_f16_f32", In("in", HALF), Out("out", "float"), *I("count"))

@@ -44,6 +44,26 @@ CUVIL_DEVICE int cuvil_load4(const int8_t *p)
 }
 #endif
 
+/* fp16 tensors and weights (--precision fp16): IEEE half storage, float32 arithmetic, as the
+ * portable f16 kernels (cuvil_common.h). On the device a half wrapped so that it converts to
+ * float and back (round to nearest even) and has no arithmetic of its own: the f32 kernels'
+ * expressions compute in float on it unchanged. The CPU emulation uses the compiler's half. */
+#ifdef CUVIL_CUDA_EMULATION
+#if defined(__ARM_FP16_FORMAT_IEEE) || defined(__aarch64__)
+typedef __fp16 cuvil_f16;
+#else
+typedef _Float16 cuvil_f16;
+#endif
+#else
+#include <cuda_fp16.h>
+struct cuvil_f16 {
+    __half h;
+    cuvil_f16() = default;
+    __device__ cuvil_f16(float f) : h(__float2half_rn(f)) {}
+    __device__ operator float() const { return __half2float(h); }
+};
+#endif
+
 CUVIL_DEVICE int cuvil_index(void)
 {
     return (int)(blockIdx.x * blockDim.x + threadIdx.x);
