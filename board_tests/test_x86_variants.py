@@ -7,8 +7,8 @@ dispatcher that picks one at the first call (sdk/templates/common/x86_dispatch.j
   output (pyproject's -rs), e.g. "avx512vnni: this CPU lacks it".
 - The avxvnni variant also runs here with vpdpbusd emulated by AVX2
   (fixtures/vnni_emulate/cuvil_vnni_emulate.h), on any AVX2 CPU.
-- objdump: the variants' functions hold vpdpbusd (VEX on ymm, EVEX on zmm), the avx2 one
-  none, and the entry points and the dispatcher no AVX instruction at all.
+- objdump: the variants' functions hold vpdpbusd (VEX on ymm; EVEX, on zmm for conv and fc),
+  the avx2 ones none, and the entry points and the dispatcher no AVX instruction at all.
 - A C program dlopens a built ResNet-8 library and runs it natively, under `qemu-x86_64
   -cpu max` (identical output) and `-cpu Westmere` (refused: non-zero exit, no crash);
   runtime.load on a CPU without AVX2 (QEMU's SandyBridge) raises one line naming what it
@@ -43,14 +43,15 @@ VARIANTS = ["avx512vnni", "avxvnni", "avx2"]
 CPU_FLAGS = {"avx512vnni": {"avx512f", "avx512bw", "avx512vl", "avx512_vnni"}, "avxvnni": {"avx_vnni"},
              "avx2": {"avx2", "fma"}}
 # block and tile remainders, taps padded to quads, one input channel, bands, groups, the fast
-# and the wide requantization, fc tails of 1..3 blocks, and one depthwise layer (its kernel is
-# the avx2 one in every variant)
+# and the wide requantization, fc tails of 1..3 blocks; depthwise with 5x5 taps (an odd count
+# of column pairs), a depth multiplier, dilation, bands
 GRID_IDS = ["simd_conv_c19_oc40", "simd_conv_1x1_oc17", "simd_conv_odd_row_taps", "simd_conv_dscnn_stem",
             "simd_conv_bands", "simd_conv_grouped4", "simd_qdq_conv_shift31", "simd_qdq_conv_shift62_wide",
             "simd_gemm_k301_n70", "simd_gemm_k8_n5", "simd_gemm_rows4", "simd_qdq_gemm_shift62_wide",
-            "simd_qdq_gemm_mult_near_2_31", "simd_dw_c40"]
+            "simd_qdq_gemm_mult_near_2_31", "simd_dw_c40", "simd_dw_5x5_s2", "simd_dw_2x2_asym", "simd_dw_bands",
+            "simd_dw_mult2_s2", "simd_dw_dilated", "simd_qdq_dw_shift62_wide"]
 SAMPLES = 3
-PART_FUNCTIONS = ["conv2d_s8_avx2_part", "fc_s8_avx2_part"]
+PART_FUNCTIONS = ["conv2d_s8_avx2_part", "dwconv2d_s8_avx2_part", "fc_s8_avx2_part"]
 pytestmark = pytest.mark.slow  # two builds of the grid and one of ResNet-8 (about 30 s of CPU in all)
 
 
@@ -159,7 +160,9 @@ def test_variant_objects_hold_vpdpbusd_and_entry_points_no_avx(grid):
         vex = [i for i in fns[f"{part}_avxvnni"] if "vpdpbusd" in i]
         evex = [i for i in fns[f"{part}_avx512vnni"] if "vpdpbusd" in i]
         assert vex and all(i.startswith("{vex} vpdpbusd") and "%ymm" in i for i in vex), part
-        assert any("%zmm" in i for i in evex), f"{part}: no vpdpbusd on zmm"
+        assert evex and not [i for i in evex if i.startswith("{vex}")], f"{part}: no EVEX vpdpbusd"
+        if part != "dwconv2d_s8_avx2_part":  # depthwise: 8 channels a vector (ymm, EVEX)
+            assert any("%zmm" in i for i in evex), f"{part}: no vpdpbusd on zmm"
         assert not any("vpdpbusd" in i or "%zmm" in i for i in fns[part]), f"{part} (avx2) uses VNNI or zmm"
     name = grid["net"].name
     entry = [f for f in fns if f.startswith(f"{name}_") and "layers" not in f and "@plt" not in f]

@@ -106,6 +106,7 @@ def depthwise_s8(a: dict, w, bias, mult, shift, mode: int, options) -> Answer:
         **pick(a, "in out oc zx lo hi dh dw " + CONV_GEOMETRY), dm=oc // a["c"], ct=ct,
         w=Weight("w", packed.reshape(-1).astype(np.int8), "int8_t"),
         bias=Weight("bias", padded(bias.astype(np.int32), ocp), "int32_t"),
+        bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, w.reshape(oc, -1), a["zx"]), ocp), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], lanes_for(oc, ocp), mode == 1), "int64_t"),
         band=band, fast=mode, threads=threads_for(options, macs))
 
