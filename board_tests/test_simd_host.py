@@ -102,7 +102,7 @@ def test_band_cases_really_use_several_bands(int8_group):
     source = (Path(info["out_dir"]) / "src" / f"{net.name}.c").read_text()
     call = next(l for l in source.splitlines() if "conv2d_s8_avx2(" in l and ", 1, 40, 30, 32, 40, 30, 16," in l)
     args = [a.strip() for a in call.split("(", 1)[1].rsplit(")", 1)[0].split(",")]
-    oh, band = int(args[9]), int(args[-6])
+    oh, band = int(args[10]), int(args[-6])
     assert 1 <= band < oh, (band, oh)
 
 

@@ -201,6 +201,7 @@ def do_run_in_image(plan, input_path: Path, output_path: Path, out_dir: Path | N
     report = summary_of_image(info)
     report.update({"model": model["name"], "samples": len(samples), "outputs": str(output_path.resolve())})
     report.update(instruction_summary(result.get("instructions"), result.get("instructions_note")))
+    report.update(remote_summary(result))
     if out_dir is None:
         report.pop("artifacts", None)
         report.pop("out_dir", None)
@@ -312,15 +313,16 @@ def instruction_summary(counts: list | None, note: str | None = None) -> dict:
 
 
 def remote_summary(result: dict) -> dict:
-    """What a run over the serial harness adds: cycles per sample (DWT, on silicon), the frames
-    sent again, the labgrid places and their shards."""
+    """What a run adds beyond outputs: over the serial harness, cycles per sample (DWT, on
+    silicon), the frames sent again, the labgrid places and their shards; on host, the kernel
+    variant the library chose from the CPU (isa: avx512vnni, avxvnni or avx2)."""
     report = {}
     if result.get("cycles") is not None:
         counts = [int(c) for c in result["cycles"]]
         report.update({"cycles": counts[0], "cycles_median": int(np.median(counts)), "cycles_per_sample": counts,
                        "cycles_note": "processor cycles (DWT CYCCNT) on the board"})
-    for key in ("resent_frames", "places"):
-        if key in result:
+    for key in ("resent_frames", "places", "isa"):
+        if result.get(key) is not None:
             report[key] = result[key]
     return report
 

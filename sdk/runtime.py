@@ -13,6 +13,12 @@ same way ((N, 10) for an output of shape (1, 10)); (N, 1, 1, 8, 8) gives (N, 1, 
 
 Each thread that calls a model gets its own arena, so one loaded model may be called from
 several threads at once.
+
+A `host` library carries its int8 kernels for AVX-512 VNNI, AVX-VNNI and AVX2 and picks one at
+load from CPUID: `model.isa` says which ("avx512vnni", "avxvnni", "avx2"; None for libraries
+of other boards). The environment variable CUVIL_ISA=avx2 (or avxvnni) caps the choice. On a
+CPU without AVX2 and FMA, load raises TargetError (exit code 6 on the CLI) naming what it
+lacks; build for `host-portable` there.
 """
 from __future__ import annotations
 
@@ -26,9 +32,12 @@ from pathlib import Path
 import numpy as np
 
 from .data import accepted_shapes, shape_text
-from .errors import ModelError, UsageError
+from .errors import ModelError, TargetError, UsageError
 
 ELF_MACHINES = {0x3E: "x86_64", 0xB7: "aarch64", 0x28: "arm"}
+# <name>_isa_missing()'s bits (sdk/templates/common/x86_dispatch.j2): what the host board's
+# library needs and the CPU lacks.
+MISSING_FEATURES = {1: "AVX", 2: "AVX2", 4: "FMA", 8: "OS support for AVX state (XSAVE/ymm)"}
 FLOAT32 = np.dtype(np.float32)
 
 
@@ -53,6 +62,7 @@ class Model:
         manifest_fn = getattr(self._lib, f"{self.name}_manifest")
         manifest_fn.restype = ctypes.c_char_p
         self.manifest = json.loads(manifest_fn().decode())
+        self.isa = self._instruction_set(path)
         self.int8 = self.manifest["precision"] == "int8"
         self._run_fn = self._batch_entry("run")
         self._run_int8 = self._batch_entry("run_int8") if self.int8 else None
@@ -66,6 +76,23 @@ class Model:
             self._in_shape, self._out_shape = self._in_shapes[0], self._out_shapes[0]
         self._x_cache: tuple = (None,) * 5  # the fast path's last input and out= arrays (see _fast)
         self._y_cache: tuple = (None,) * 3
+
+    def _instruction_set(self, path: Path) -> str | None:
+        """The kernel variant an x86-64 `host` library chose from CPUID ("avx512vnni", "avxvnni",
+        "avx2"; CUVIL_ISA caps it), None for libraries without variants. A CPU the library
+        cannot run on is refused here, with what it lacks."""
+        isa_fn = getattr(self._lib, f"{self.name}_isa", None)
+        if isa_fn is None:
+            return None
+        isa_fn.restype = ctypes.c_char_p
+        isa = isa_fn().decode()
+        if isa == "none":
+            missing = getattr(self._lib, f"{self.name}_isa_missing")()
+            lacks = ", ".join(text for bit, text in MISSING_FEATURES.items() if missing & bit)
+            self.close()
+            raise TargetError(f"'{path.name}' needs an x86-64 CPU with AVX2 and FMA; this one lacks {lacks}: "
+                              f"build with --board host-portable")
+        return isa
 
     def _batch_entry(self, kind: str):
         """<name>_<kind>_batch(arena, n, in0.., out0..): every sample of a batch in one C call."""

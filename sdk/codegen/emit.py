@@ -74,6 +74,7 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
                     for w in lowered.weights],
         "manifest_literal": c_string_literal(info),
         "threads": options.threads,
+        "isa_variants": list(board.get("isa_variants", [])),  # x86-64: the kernel variants chosen at load time
     }
     env = environment()
     for template, target in (("common/model.h.j2", f"{prefix}.h"), ("common/model.c.j2", f"{prefix}.c"),

@@ -44,7 +44,7 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
         return depthwise_s8(a, w, bias, mult, shift, mode, options)
     w = dense_conv_weights(w, a["groups"], a["c"], a["dh"], a["dw"])
     oc, kh, kw = a["oc"], w.shape[1], w.shape[2]
-    rows, kr = conv_tap_rows(w, 2)  # [oc][kh][kr]
+    rows, kr = conv_tap_rows(w, 4)  # [oc][kh][kr]: whole quads of taps for vpdpbusd
     blocks = channel_blocks(oc, 16, 8)
     packed = []
     for o, width in blocks:
@@ -54,17 +54,27 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
         packed.append(block.reshape(width, kh, kr // 2, 2).transpose(1, 2, 0, 3).reshape(-1))
     ocp = sum(width for _, width in blocks)
     cols = (a["ow"] - 1) * a["sw"] + kw
-    rowlen = (cols * a["c"] + 2 + 15) // 16 * 16
+    rowlen = (cols * a["c"] + 3 + 15) // 16 * 16  # a pixel's last quad may read 3 taps past the row
     band = panel_band(a["oh"], a["sh"], kh, rowlen * 2)
     if band == 0:
         return Declined(PANEL_TOO_WIDE)
     macs = a["n"] * a["oh"] * a["ow"] * oc * kh * kw * a["c"]
     return kernel(SET, "conv2d_s8_avx2")(
         **{**pick(a, "in out oc zx lo hi " + CONV_GEOMETRY), "kh": kh, "kw": kw},
-        w=Weight("w16", np.concatenate(packed).astype(np.int16), "int16_t"),
+        w=Weight("w", np.concatenate(packed).astype(np.int8), "int8_t"),
         bias=Weight("bias", padded(bias.astype(np.int32), ocp), "int32_t"),
+        bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, rows.reshape(oc, -1), a["zx"]), ocp), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], lanes_for(oc, ocp), mode == 1), "int64_t"),
         kr=kr, band=band, fast=mode, threads=threads_for(options, macs))
+
+
+def vnni_bias(bias: np.ndarray, w: np.ndarray, zx: int) -> np.ndarray:
+    """The VNNI variants' starting accumulators: vpdpbusd multiplies unsigned bytes, so they
+    read x + 128 (padding taps: zx + 128, which adds 0) and start from
+    bias - (128 + zx) * sum(w) per output channel (w: [channel][taps]), mod 2^32 as int32
+    arithmetic wraps: the accumulator then equals bias + sum((x - zx) * w) mod 2^32."""
+    corrected = bias.astype(np.int64) - (128 + int(zx)) * w.astype(np.int64).sum(axis=1)
+    return ((corrected + 2**31) % 2**32 - 2**31).astype(np.int32)
 
 
 def lanes_for(channels: int, padded_to: int) -> np.ndarray:
@@ -94,8 +104,9 @@ def depthwise_s8(a: dict, w, bias, mult, shift, mode: int, options) -> Answer:
     macs = a["n"] * a["oh"] * a["ow"] * oc * kh * kw
     return kernel(SET, "dwconv2d_s8_avx2")(
         **pick(a, "in out oc zx lo hi dh dw " + CONV_GEOMETRY), dm=oc // a["c"], ct=ct,
-        w=Weight("w16", packed.reshape(-1).astype(np.int16), "int16_t"),
+        w=Weight("w", packed.reshape(-1).astype(np.int8), "int8_t"),
         bias=Weight("bias", padded(bias.astype(np.int32), ocp), "int32_t"),
+        bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, w.reshape(oc, -1), a["zx"]), ocp), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], lanes_for(oc, ocp), mode == 1), "int64_t"),
         band=band, fast=mode, threads=threads_for(options, macs))
 
@@ -110,7 +121,7 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
     if not sums_fit(w, bias):
         return Declined(SUM_RANGE)
     mode = requant_mode(w, bias, shift)
-    kp = k + (k & 1)
+    kp = -(-k // 4) * 4  # whole quads of inputs for vpdpbusd (pairs for vpmaddwd)
     packed = []
     for j in range(0, n, 32):
         width = min(32, -(-(n - j) // 8) * 8)  # whole blocks of 8
@@ -121,6 +132,7 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
     return kernel(SET, "fc_s8_avx2")(
         **pick(a, "in out rows k n zx lo hi"), w=Weight("w", np.concatenate(packed).astype(np.int8), "int8_t"),
         bias=Weight("bias", padded(bias.astype(np.int32), np8), "int32_t"),
+        bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, w, a["zx"]), np8), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], None, mode == 1), "int64_t"),
         kp=kp, fast=mode, threads=threads_for(options, a["rows"] * n * k))
 

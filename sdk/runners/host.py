@@ -27,6 +27,7 @@ def run_host(library: Path, samples: list[dict[str, np.ndarray]], progress: bool
             bar.step()
         times = time_inference(model, samples[0]) if timing and samples and not layers else []
     return {"outputs": outputs, "instructions": None, "layers": dumps if layers else None, "times_ns": times,
+            "isa": model.isa,
             "timing_note": "wall-clock time of one float call (quantize, layers, dequantize) in this process"}
 
 
