@@ -87,6 +87,9 @@ def linker_context(board: Board) -> dict[str, Any]:
         "ram_origin": int(board.get("memory.ram_origin", 0)),
         "ram_bytes": board.ram_bytes,
         "stack_bytes": int(board.get("memory.stack_bytes")),
+        "regions": [{"name": r["name"], "NAME": r["name"].upper(), "origin": int(r["origin"]), "bytes": int(r["bytes"]),
+                     "attributes": "rw" if "w" in r.get("access", "rw") else "r",
+                     "description": r.get("description", r["name"])} for r in board.get("memory.regions", [])],
     }
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import weights_file
 from .data import accepted_shapes, shape_text
 from .errors import ModelError, UsageError
 
@@ -40,7 +41,7 @@ def elf_machine(path: Path) -> str:
 
 
 class Model:
-    def __init__(self, path: Path, name: str | None = None) -> None:
+    def __init__(self, path: Path, name: str | None = None, weights: str | Path | None = None) -> None:
         path = Path(path)
         if not path.is_file():
             raise UsageError(f"library '{path}' does not exist")
@@ -54,6 +55,7 @@ class Model:
         manifest_fn.restype = ctypes.c_char_p
         self.manifest = json.loads(manifest_fn().decode())
         self.int8 = self.manifest["precision"] == "int8"
+        self._load_weights(path, weights)
         self._run_fn = self._batch_entry("run")
         self._run_int8 = self._batch_entry("run_int8") if self.int8 else None
         self.arena_bytes = int(self.manifest["arena_bytes"])
@@ -64,6 +66,24 @@ class Model:
         self._single = len(self._in_shapes) == 1 and len(self._out_shapes) == 1
         if self._single:
             self._in_shape, self._out_shape = self._in_shapes[0], self._out_shapes[0]
+
+    def _load_weights(self, library: Path, weights: str | Path | None) -> None:
+        """A --weights file build: map its weights file (default: <name>.weights beside the
+        library) through <name>_load_weights, which checks size and CRC-32; ModelError if refused."""
+        spec = weights_file.weights_spec(self.manifest)
+        if spec is None:
+            if weights is not None:
+                raise UsageError(f"'{library.name}' has its weights inside (built with --weights "
+                                 f"{self.manifest.get('weights', {}).get('placement', 'linked')}): no weights= file")
+            return
+        path = Path(weights) if weights is not None else library.parent / spec["file"]
+        load = getattr(self._lib, f"{self.name}_load_weights")
+        load.argtypes, load.restype = [ctypes.c_char_p], ctypes.c_int
+        code = load(str(path).encode())
+        if code != 0:
+            self.close()
+            raise ModelError(weights_file.problem(path, code, spec))
+        self.weights_path = path
 
     def _batch_entry(self, kind: str):
         """<name>_<kind>_batch(arena, n, in0.., out0..): every sample of a batch in one C call."""
@@ -253,6 +273,10 @@ class Model:
 
     def close(self) -> None:
         if self._lib is not None:
+            unload = getattr(self._lib, f"{self.name}_unload_weights", None)
+            if unload is not None:
+                unload.restype = None
+                unload()
             handle = self._lib._handle
             self._lib = None
             ctypes.CDLL(None).dlclose.argtypes = [ctypes.c_void_p]
@@ -278,5 +302,7 @@ def output_shape(shape: tuple[int, ...], n: int, form: str) -> tuple[int, ...]:
     return {"one": shape, "stacked": (n, *shape), "flat": (n * shape[0], *shape[1:]) if shape else (n,)}[form]
 
 
-def load(path: str | Path, name: str | None = None) -> Model:
-    return Model(Path(path), name)
+def load(path: str | Path, name: str | None = None, weights: str | Path | None = None) -> Model:
+    """Load lib<name>.so; a --weights file build also maps its weights file: `weights`, or
+    <name>.weights beside the library (ModelError, one line, if it is missing or refused)."""
+    return Model(Path(path), name, weights)

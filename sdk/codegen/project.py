@@ -18,7 +18,8 @@ def harness_context(info: dict) -> dict:
     int8 = info["precision"] == "int8"
     return {"name": info["name"], "NAME": info["name"].upper(), "int8": int8,
             "inputs": [{"index": t["index"], "size": t["size"], "bytes": t["size"] * 4} for t in info["inputs"]],
-            "outputs": [{"index": t["index"], "size": t["size"], "dtype": t["dtype"]} for t in info["outputs"]]}
+            "outputs": [{"index": t["index"], "size": t["size"], "dtype": t["dtype"]} for t in info["outputs"]],
+            "weights_file": info.get("weights", {}).get("file", "") if info.get("weights", {}).get("placement") == "file" else ""}
 
 
 def add_board_files(board: Board, out_dir: Path, info: dict) -> None:
@@ -32,10 +33,18 @@ def add_board_files(board: Board, out_dir: Path, info: dict) -> None:
         info["sources"] = info["sources"] + [s for s in added if s.endswith(".c")]
 
 
+def weight_files(info: dict) -> list[list[str]]:
+    """The weights files that go beside the library ([source, target]): those of --weights file."""
+    models = info.get("models") or [info]
+    return [[f"src/{m['weights']['file']}", f"build/{m['weights']['file']}"] for m in models
+            if m.get("weights", {}).get("placement") == "file"]
+
+
 def write_build_spec(info: dict, board: Board, out_dir: Path) -> None:
     spec = {"board": board.name, "board_dir": str(board.family_dir), "board_file": board.data.get("_file", ""),
             "name": info["name"], "kind": board.kind, "sources": info["sources"],
-            "toolchain": board.get("toolchain", {}), "cflags": [], "defines": info.get("defines", {})}
+            "toolchain": board.get("toolchain", {}), "cflags": [], "defines": info.get("defines", {}),
+            "copies": weight_files(info)}
     (out_dir / "build.json").write_text(json.dumps(spec, indent=2))
 
 
