@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from ..boards import Board
+from ..errors import UsageError
 from .emit import ARENA_ALIGN
 from .firmware import render_firmware_files
 from .linux_harness import render_linux_harness
@@ -58,10 +59,22 @@ def aligned(size: int, align: int = ARENA_ALIGN) -> int:
     return -(-max(size, align) // align) * align
 
 
+def shared_arena_section(image: str, infos: list[dict]) -> str:
+    """The section of an image's shared arena: that of the models' arena region (they must agree)."""
+    regions = {i.get("weights", {}).get("arena_region") or "" for i in infos}
+    if len(regions) > 1:
+        raise UsageError(f"the models of image '{image}' share one arena but name different arena regions "
+                         f"({', '.join(sorted(r or 'ram' for r in regions))}): give them the same arena-region, "
+                         f"or set shared-arena = false")
+    region = regions.pop()
+    return f".{region}.bss.{image}_arena" if region else ""
+
+
 def image_context(image: str, infos: list[dict], shared_arena: bool) -> dict:
     """What the multi-model harness needs: each model's harness context, and the shared arena
     (the largest model's, aligned) when the models run one at a time."""
     return {"image": image, "IMAGE": image.upper(), "shared_arena": shared_arena,
+            "arena_section": shared_arena_section(image, infos) if shared_arena else "",
             "arena_bytes": max(aligned(i["arena_bytes"]) for i in infos), "arena_align": ARENA_ALIGN,
             "models": [harness_context(i) for i in infos]}
 
