@@ -337,6 +337,9 @@ profile = "lite"             # what it may contain: `cuvil-sdk profiles` (lite: 
 # threads = 1                # standard profile on Linux boards: split large layers over N threads
 # input-layout = "nhwc"      # the input data is channels-last (a camera frame): no transpose on the device
 # weight-layout = "int16"    # cortex-m7: pre-widened weights in flash (faster, twice the bytes; default int8)
+# weights = "linked"         # linked (in the image) | region (cortex-m7: PSRAM) | file (Linux boards: <name>.weights)
+# weights-region = "psram"   # with weights = "region": the board memory region (default: the board's)
+# arena-region = "psram"     # firmware: the board memory region of the arena (default: ram)
 # plugins = ["my_ops/square_plus.py"]   # custom operators (docs/custom_ops.md)
 # out-dir = "cuvil-build/firmware"      # output folder
 # jobs = 4                   # parallel compile jobs (default: the number of CPUs)
