@@ -46,6 +46,10 @@ class Board:
             "flash_bytes": self.flash_bytes,
             "ram_bytes": self.ram_bytes,
             "runs_on": self.get("run.how", ""),
+            # further memory regions (--weights region, --arena-region): name, origin, bytes, access
+            "memory_regions": [{k: r[k] for k in ("name", "origin", "bytes", "access") if k in r}
+                               for r in self.get("memory.regions", [])],
+            "weights_region": self.get("memory.weights_region"),
         }
 
 
