@@ -158,20 +158,21 @@ def compile_model(req: CompileRequest, out_dir: Path) -> dict:
     spec (several models of one firmware image share those: codegen/project.py)."""
     precision = choose_precision(req)
     threads = check_threads(req)
+    # placement options are checked before the long work (frontend, calibration)
+    placement = choose_placement(req.board, req.weights, req.weights_region)
+    arena_region = arena_region_of(req.board, req.arena_region)
+    if req.weights_file and placement.placement != "file":
+        raise UsageError("--weights-file needs a --weights file build")
     g = frontend_and_passes(req)
     precision_layers = quantize(g, req) if precision == "int8" else {"float_layers": [], "int16_layers": []}
     plan = plan_arena(g)
     options = CodegenOptions(precision=precision, threads=threads, debug_dump=req.debug_dump,
-                             weight_layout=weight_layout_of(req),
-                             weights=choose_placement(req.board, req.weights, req.weights_region),
-                             arena_region=arena_region_of(req.board, req.arena_region))
+                             weight_layout=weight_layout_of(req), weights=placement, arena_region=arena_region)
     info = generate(g, plan, req.board, options, req.name or req.model.stem, out_dir)
     info["profile"] = req.profile.name
     info["threads"] = threads
     info["weight_layout"] = options.weight_layout
-    if req.weights_file:
-        if options.weights.placement != "file":
-            raise UsageError("--weights-file needs a --weights file build")
+    if req.weights_file:  # run/validate load this file instead of the one built beside the library
         info["weights"]["path"] = str(Path(req.weights_file).resolve())
     info.update(precision_layers)
     info["arena"] = plan.buffers
