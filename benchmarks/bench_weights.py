@@ -86,10 +86,11 @@ def main() -> None:
         out = args.keep or Path(tmp) / "project"
         out.mkdir(parents=True, exist_ok=False)
         r = measure(args, out)
-    print(f"{Path(args.model).name} on {args.board} ({r['placement']}, cuvil_sdk from {Path(compiler.__file__).parent}):")
-    print(f"  front {r['front']:.1f} s; write sources {r['write']:.2f} s ({r['source_bytes'] / MIB:.2f} MiB of C/headers, "
-          f"{r['blob_bytes'] / MIB:.2f} MiB of blob); compile {r['compile']:.1f} s; artifact {r['artifact_bytes'] / MIB:.2f} MiB "
-          f"(weights {r['weight_bytes'] / MIB:.2f} MiB)")
+    where = Path(compiler.__file__).parent
+    print(f"{Path(args.model).name} on {args.board} ({r['placement']}, cuvil_sdk from {where}):")
+    print(f"  front {r['front']:.1f} s; write sources {r['write']:.2f} s ({r['source_bytes'] / MIB:.2f} MiB of "
+          f"C/headers, {r['blob_bytes'] / MIB:.2f} MiB of blob); compile {r['compile']:.1f} s; artifact "
+          f"{r['artifact_bytes'] / MIB:.2f} MiB (weights {r['weight_bytes'] / MIB:.2f} MiB)")
     print(f"  peak memory: this process {r['peak_self_mib']:.0f} MiB, biggest child {r['peak_child_mib']:.0f} MiB")
     sys.stdout.flush()
 

@@ -19,7 +19,11 @@ import pytest
 
 import cuvil_sdk
 from cuvil_sdk import runtime
+from cuvil_sdk.boards import get_board
+from cuvil_sdk.commands import do_compile
+from cuvil_sdk.compiler import CompileRequest
 from cuvil_sdk.errors import BudgetError, ModelError
+from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_quantized_model
 from models import EXAMPLES, cli, reference_graph, request
 from tools import missing_tools
@@ -159,3 +163,22 @@ def test_a_region_over_its_budget_is_exit_4_naming_it(tmp_path, option):
     assert err.value.exit_code == 4
     assert "PSRAM overflowed by" in str(err.value) and "(budget 2048 B)" in str(err.value), str(err.value)
     assert ("digits_cnn_weights" if "weights" in option else "digits_cnn_arena") in str(err.value)
+
+
+def test_the_weights_section_override_still_places_the_linked_blob(tmp_path):
+    """-D<NAME>_WEIGHTS_SECTION=__attribute__((section("..."))) (docs/integration.md) names the blob's section."""
+    req = CompileRequest(model=DIGITS, board=get_board("cortex-m7"), profile=get_profile("lite"), calib=str(CALIB))
+    do_compile(req, tmp_path / "out")
+    src = tmp_path / "out" / "src"
+    blob = (src / "digits_cnn.weights").read_bytes()
+    obj = tmp_path / "w.o"
+    override = '-DDIGITS_CNN_WEIGHTS_SECTION=__attribute__((section(".qspi_rodata")))'
+    r = subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m7", "-mthumb", "-std=c99", "-Wall", "-Wextra", "-Werror",
+                        f"-I{src}", f"-Wa,-I{src}", override, "-c", str(src / "digits_cnn_weights.c"), "-o", str(obj)],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    section = tmp_path / "section.bin"
+    dump = subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "-j", ".qspi_rodata", str(obj), str(section)],
+                          capture_output=True, text=True)
+    assert dump.returncode == 0, dump.stderr
+    assert section.read_bytes() == blob  # the whole blob, and only it, in the user's section

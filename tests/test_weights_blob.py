@@ -31,7 +31,8 @@ def test_a_model_without_weights_still_has_a_blob_to_map():
 @pytest.mark.parametrize("board, placement, region, message", [
     ("cortex-m7", "file", None, "--weights file needs a Linux board"),
     ("host", "region", None, "--weights region: board 'host' names no memory region"),
-    ("cortex-m7", "region", "dtcm", "--weights-region dtcm: board 'cortex-m7' has no such memory region (it has: psram)"),
+    ("cortex-m7", "region", "dtcm",
+     "--weights-region dtcm: board 'cortex-m7' has no such memory region (it has: psram)"),
     ("cortex-m7", "linked", "psram", "--weights-region psram needs --weights region"),
     ("host", "rom", None, "--weights 'rom': expected one of linked, region, file"),
 ])
