@@ -320,8 +320,11 @@ def region_use(link: LinkMap, by_region: dict[str, dict[str, int]], totals: dict
 
 
 def _model_use(model: str, regions: dict[str, dict[str, int]], flash_region: str, ram_region: str) -> dict[str, Any]:
+    """A model's share of an image; its arena and weights wherever they are placed (--arena-region,
+    --weights region), its flash and RAM bytes in those two regions."""
     flash, ram = regions.get(flash_region, {}), regions.get(ram_region, {})
-    return {"name": model, "arena_bytes": ram.get("arena", 0), "weights_bytes": flash.get("weights", 0),
+    anywhere = {kind: sum(r.get(kind, 0) for r in regions.values()) for kind in ("arena", "weights")}
+    return {"name": model, "arena_bytes": anywhere["arena"], "weights_bytes": anywhere["weights"],
             "code_bytes": flash.get("model", 0), "flash_bytes": sum(flash.values()), "ram_bytes": sum(ram.values())}
 
 
