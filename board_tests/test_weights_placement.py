@@ -9,6 +9,7 @@ A missing tool (compilers, QEMU, scons) makes the tests fail, never skip.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import subprocess
 import zlib
@@ -182,3 +183,26 @@ def test_the_weights_section_override_still_places_the_linked_blob(tmp_path):
                           capture_output=True, text=True)
     assert dump.returncode == 0, dump.stderr
     assert section.read_bytes() == blob  # the whole blob, and only it, in the user's section
+
+
+def test_each_arena_of_an_image_goes_to_the_named_region(tmp_path):
+    """A project file of two models with an arena each (shared-arena = false), both in PSRAM."""
+    (tmp_path / "cuvil.toml").write_text(f'''board = "cortex-m7"
+profile = "lite"
+arena-region = "psram"
+shared-arena = false
+out-dir = "out"
+
+[[models]]
+model = "{DIGITS}"
+calib = "{CALIB}"
+
+[[models]]
+model = "{EXAMPLES / 'resnet8_qdq.onnx'}"
+''')
+    r = cli("build", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    psram, ram = report["regions"]["PSRAM"], report["regions"]["RAM"]
+    arenas = [m["arena_bytes"] for m in report["models"]]
+    assert all(arenas) and psram["bytes"]["arena"] == sum(arenas) and "arena" not in ram["bytes"]
