@@ -160,7 +160,7 @@ def compile_sources(src: Path, board: Board, variant: Variant, obj_dir: Path) ->
     # the board's own build) is not part of what a user drops into a project
     sources = sorted(str(p) for p in src.glob("*.c")
                      if p.name != "harness.c" and (variant.weights or not p.name.endswith("_weights.c")))
-    cmd = [tool, *machine_flags(board), f"-std={variant.std}", *variant.flags, *WARNINGS, f"-I{src}", "-c", *lang,
+    cmd = [tool, *machine_flags(board), f"-std={variant.std}", *variant.flags, *WARNINGS, f"-I{src}", f"-Wa,-I{src}", "-c", *lang,
            *sources]
     return subprocess.run(cmd, cwd=obj_dir, capture_output=True, text=True, timeout=600)
 
@@ -271,7 +271,7 @@ def test_host_model_compiled_as_c_called_from_cpp_equals_the_reference(compiled,
     (tmp_path / "main.cpp").write_text(CPP_CALLER.format(name=config.model, NAME=config.model.upper()))
     objects = tmp_path / "c"
     objects.mkdir()
-    c_build = [cc, *machine_flags(board), "-std=c99", "-O2", f"-I{src}", "-c", *map(str, sorted(p for p in src.glob("*.c") if p.name != "harness.c"))]
+    c_build = [cc, *machine_flags(board), "-std=c99", "-O2", f"-I{src}", f"-Wa,-I{src}", "-c", *map(str, sorted(p for p in src.glob("*.c") if p.name != "harness.c"))]
     cxx_build = [cxx, "-std=c++11", *WARNINGS, f"-I{src}", "-c", "main.cpp"]
     for step, cwd in ((c_build, objects), (cxx_build, tmp_path)):
         r = subprocess.run(step, cwd=cwd, capture_output=True, text=True)

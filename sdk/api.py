@@ -10,7 +10,7 @@ without a subprocess, and returns a BuildResult (README, "Python API").
 
 Options have the CLI's names with underscores for dashes (`calib_method`, `accuracy_target`,
 `int16_layers`, `input_shape`, `threads`, `plugins`, `out_dir`, `jobs`, `input_layout`,
-`weight_layout`); they go through the same checks as the command line, so errors are the
+`weight_layout`, `weights`, `weights_region`, `arena_region`); they go through the same checks as the command line, so errors are the
 SDK's exception types (sdk/errors.py) with the CLI's messages.
 """
 from __future__ import annotations
@@ -27,7 +27,8 @@ import numpy as np
 from .errors import UsageError
 
 OPTIONS = ("precision", "calib", "calib_method", "name", "accuracy_target", "int16_layers", "input_shape",
-           "threads", "plugins", "out_dir", "jobs", "input_layout", "weight_layout")
+           "threads", "plugins", "out_dir", "jobs", "input_layout", "weight_layout", "weights", "weights_region",
+           "arena_region")
 
 
 @contextlib.contextmanager
@@ -78,7 +79,9 @@ def namespace(model: str | Path, board: str, profile: str | None, options: dict[
         plugin=[plugins] if isinstance(plugins, str) else list(plugins or []),
         threads=options.get("threads"), out_dir=str(options["out_dir"]) if options.get("out_dir") else None,
         jobs=options.get("jobs"), json=False, run=False, misplaced_output=None, config=None,
-        input_layout=options.get("input_layout") or "nchw", weight_layout=options.get("weight_layout"))
+        input_layout=options.get("input_layout") or "nchw", weight_layout=options.get("weight_layout"),
+        weights=options.get("weights"), weights_region=options.get("weights_region"),
+        arena_region=options.get("arena_region"))
     with_defaults(args)
     check_required(args)
     check_options(args)

@@ -46,6 +46,10 @@ class Board:
             "flash_bytes": self.flash_bytes,
             "ram_bytes": self.ram_bytes,
             "runs_on": self.get("run.how", ""),
+            # further memory regions (--weights region, --arena-region): name, origin, bytes, access
+            "memory_regions": [{k: r[k] for k in ("name", "origin", "bytes", "access") if k in r}
+                               for r in self.get("memory.regions", [])],
+            "weights_region": self.get("memory.weights_region"),
         }
 
 
@@ -87,6 +91,9 @@ def linker_context(board: Board) -> dict[str, Any]:
         "ram_origin": int(board.get("memory.ram_origin", 0)),
         "ram_bytes": board.ram_bytes,
         "stack_bytes": int(board.get("memory.stack_bytes")),
+        "regions": [{"name": r["name"], "NAME": r["name"].upper(), "origin": int(r["origin"]), "bytes": int(r["bytes"]),
+                     "attributes": "rw" if "w" in r.get("access", "rw") else "r",
+                     "description": r.get("description", r["name"])} for r in board.get("memory.regions", [])],
     }
 
 

@@ -23,6 +23,8 @@ _NOT_LOADED = re.compile(r"^\.(debug|comment|ARM\.attributes|stab|gnu\.attribute
 # Output sections without contents: they take RAM but no flash, whatever load address the
 # map gives them.
 _NO_CONTENTS = re.compile(r"^\.(bss|sbss|tbss|stack|heap|noinit)")
+# Input sections of the further memory regions (board key memory.regions): .psram.bss.net_arena
+_REGION_SECTION = re.compile(r"^\.\w+\.(?:rodata|bss)\.(.+)$")
 # Hardware exception frame with the FP extension (26 words) plus the alignment word.
 EXCEPTION_FRAME_BYTES = 108
 # The model must not allocate or print; the whole image must not contain an allocator.
@@ -48,7 +50,8 @@ class Piece:
         for prefix in (".text.startup.", ".text.", ".rodata.", ".data.", ".bss.", ".sbss.", ".sdata."):
             if self.name.startswith(prefix):
                 return self.name[len(prefix):]
-        return self.name
+        placed = _REGION_SECTION.match(self.name)  # .<region>.rodata.<symbol>, .<region>.bss.<symbol>
+        return placed.group(1) if placed else self.name
 
 
 @dataclass(frozen=True)
@@ -280,7 +283,7 @@ def size_report(elf: Path, map_file: Path, su_files: list[Path], board: Board,
 
 def _report(link: LinkMap, name: str, board: Board, models: tuple[str, ...] = ()) -> dict[str, Any]:
     use = memory_use(link, name, board, models)
-    flash_region, ram_region = _flash_and_ram(link)
+    flash_region, ram_region = _flash_and_ram(list(link.regions))
     flash = dict(use["regions"].get(flash_region, {}))
     gaps = section_gaps(link, flash_region)
     if gaps:  # the image holds the padding between output sections too
@@ -300,14 +303,28 @@ def _report(link: LinkMap, name: str, board: Board, models: tuple[str, ...] = ()
         "ram": dict(sorted(ram.items(), key=lambda kv: -kv[1])),
         "largest": use["items"][:10],
     }
+    report["regions"] = region_use(link, use["regions"], {flash_region: flash_bytes})
+    report["fits"] = report["fits"] and all(r["used"] <= r["budget"] for r in report["regions"].values())
     if models:
         report["models"] = [_model_use(m, use["models"][m], flash_region, ram_region) for m in models]
     return report
 
 
+def region_use(link: LinkMap, by_region: dict[str, dict[str, int]], totals: dict[str, int]) -> dict[str, Any]:
+    """Every memory region of the link: origin, budget (its length), bytes used and by what.
+    `totals` overrides a region's used bytes (flash: with the padding between sections)."""
+    return {name: {"origin": origin, "budget": length,
+                   "used": totals.get(name, sum(by_region.get(name, {}).values())),
+                   "bytes": dict(sorted(by_region.get(name, {}).items(), key=lambda kv: -kv[1]))}
+            for name, (origin, length) in link.regions.items()}
+
+
 def _model_use(model: str, regions: dict[str, dict[str, int]], flash_region: str, ram_region: str) -> dict[str, Any]:
+    """A model's share of an image; its arena and weights wherever they are placed (--arena-region,
+    --weights region), its flash and RAM bytes in those two regions."""
     flash, ram = regions.get(flash_region, {}), regions.get(ram_region, {})
-    return {"name": model, "arena_bytes": ram.get("arena", 0), "weights_bytes": flash.get("weights", 0),
+    anywhere = {kind: sum(r.get(kind, 0) for r in regions.values()) for kind in ("arena", "weights")}
+    return {"name": model, "arena_bytes": anywhere["arena"], "weights_bytes": anywhere["weights"],
             "code_bytes": flash.get("model", 0), "flash_bytes": sum(flash.values()), "ram_bytes": sum(ram.values())}
 
 
@@ -328,9 +345,9 @@ def section_gaps(link: LinkMap, region: str) -> int:
     return sum(gap for gap in gaps if 0 < gap <= MAX_GAP)
 
 
-def _flash_and_ram(link: LinkMap) -> tuple[str, str]:
-    """The map's region names for flash and RAM (FLASH and RAM in our linker scripts)."""
-    names = list(link.regions)
+def _flash_and_ram(names: list[str]) -> tuple[str, str]:
+    """The map's region names for flash and RAM (FLASH and RAM in our linker scripts, listed before
+    the further regions)."""
     flash = next((r for r in names if "FLASH" in r.upper() or "ROM" in r.upper()), names[0] if names else "")
     ram = next((r for r in names if "RAM" in r.upper()), names[-1] if names else "")
     return flash, ram
@@ -350,6 +367,9 @@ def check_budget(report: dict[str, Any]) -> None:
         problems.append(f"flash {report['flash_bytes']} B > budget {report['flash_budget']} B")
     if report["ram_bytes"] > report["ram_budget"]:
         problems.append(f"RAM {report['ram_bytes']} B > budget {report['ram_budget']} B")
+    for name, region in report.get("regions", {}).items():
+        if region["used"] > region["budget"] and name not in _flash_and_ram(list(report["regions"])):
+            problems.append(f"region {name} {region['used']} B > budget {region['budget']} B")
     stack = report.get("stack")
     if stack and not stack["bounded"]:
         problems.append("stack depth unbounded (recursion or a dynamic frame)")

@@ -51,6 +51,14 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
     p.add_argument("--weight-layout", choices=["int8", "int16"],
                    help="cortex-m7: GEMM/FC weights in flash as int8 bytes widened in registers (default, the "
                         "board's weight_layout) or pre-widened int16 (faster, twice the weight bytes)")
+    p.add_argument("--weights", choices=["linked", "region", "file"],
+                   help="where the weight blob goes: linked into the library/firmware (default), region: a second "
+                        "memory region of the board (cortex-m7: external memory), file: <name>.weights beside the "
+                        "library, mapped at load time (Linux boards)")
+    p.add_argument("--weights-region", metavar="REGION", help="with --weights region: the board memory region "
+                   "(default: the board's weights_region)")
+    p.add_argument("--arena-region", metavar="REGION", help="firmware: the board memory region of the arena "
+                   "(default: ram; see `cuvil-sdk boards`)")
     add_plugin_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
@@ -65,6 +73,11 @@ def add_out_dir_option(p: argparse.ArgumentParser) -> None:
 def add_config_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="the project file (default: cuvil.toml in the working folder, "
                    "if there is one); options given here override it")
+
+
+def add_weights_file_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--weights-file", metavar="FILE", help="with --weights file: run with this weights file instead "
+                   "of the one built beside the library (it is checked by size and CRC-32 as at load time)")
 
 
 def add_jobs_option(p: argparse.ArgumentParser) -> None:
@@ -122,6 +135,7 @@ def build_parser() -> Parser:
     p.add_argument("-o", "--out-dir", "--build-dir", dest="out_dir", metavar="DIR",
                    help="output folder: keep the build there, with report.json/report.html (and the per-layer "
                         "profile on QEMU boards); default: a temporary folder, removed")
+    add_weights_file_option(p)
     add_config_option(p)
     add_jobs_option(p)
     add_remote_options(p)
@@ -130,6 +144,7 @@ def build_parser() -> Parser:
     add_model_options(p)
     p.add_argument("--data", help=".npz with inputs 'x' (or by input name) and optional labels 'y'; required")
     p.add_argument("--per-layer", action="store_true", help="also compare every layer's output (debug build)")
+    add_weights_file_option(p)
     add_config_option(p)
     add_jobs_option(p)
     add_remote_options(p)

@@ -220,7 +220,8 @@ def run_samples(board: Board, info: dict, samples: list, progress: bool, layers:
         return target.run(board, info, samples, progress)
     if board.kind == "shared_library" and board.get("arch", "") == "x86_64":
         from .runners.host import run_host
-        return run_host(Path(info["artifacts"]["so"]), samples, progress, layers, timing)
+        return run_host(Path(info["artifacts"]["so"]), samples, progress, layers, timing,
+                        info.get("weights", {}).get("path"))
     if board.kind == "firmware":
         from .runners.firmware import run_on_qemu
         if layers:
@@ -259,7 +260,8 @@ def remote_target(req: CompileRequest, args) -> tuple[CompileRequest, object | N
 
 def summary_of_build(info: dict) -> dict:
     keys = ("name", "board", "profile", "precision", "arena_bytes", "flash_bytes", "ram_bytes", "weight_bytes",
-            "artifacts", "out_dir", "size", "fits", "float_layers", "int16_layers", "cuda", "plugin_kernels", "fallbacks")
+            "artifacts", "out_dir", "size", "fits", "float_layers", "int16_layers", "cuda", "plugin_kernels", "fallbacks",
+            "weights", "regions")
     return {k: info[k] for k in keys if k in info}
 
 
@@ -383,7 +385,10 @@ def make_request(args) -> CompileRequest:
                           accuracy_target=args.accuracy_target,
                           int16_layers=[n for n in (args.int16_layers or "").split(",") if n], plugins=plugins,
                           threads=getattr(args, "threads", 1), weight_layout=getattr(args, "weight_layout", None),
-                          input_layout=getattr(args, "input_layout", "nchw"))
+                          input_layout=getattr(args, "input_layout", "nchw"), weights=getattr(args, "weights", None),
+                          weights_region=getattr(args, "weights_region", None),
+                          arena_region=getattr(args, "arena_region", None),
+                          weights_file=getattr(args, "weights_file", None))
 
 
 def bundled_example(calib: str | None) -> tuple[Path, str]:

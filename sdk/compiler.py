@@ -13,6 +13,7 @@ from .boards import Board, all_boards
 from .codegen.emit import dump_manifest, generate
 from .codegen.options import CodegenOptions
 from .codegen.project import assemble_project
+from .codegen.weights_blob import arena_region_of, choose_placement
 from .data import load_samples, random_samples
 from .errors import CuvilError, UsageError
 from .frontend import load_model
@@ -48,6 +49,10 @@ class CompileRequest:
     plugins: list[str] = field(default_factory=list)  # plugin files or modules (sdk/plugins.py)
     weight_layout: str | None = None  # --weight-layout; None: the board's `weight_layout` (default "int8")
     input_layout: str = "nchw"  # --input-layout nhwc: 4-D inputs take channels-last data (no transpose on the device)
+    weights: str | None = None  # --weights linked|region|file (codegen/weights_blob.py); None: linked
+    weights_region: str | None = None  # --weights-region; None: the board's memory.weights_region
+    arena_region: str | None = None  # --arena-region: a board memory region for the arena; None: its RAM
+    weights_file: str | None = None  # run/validate --weights-file: the weights file the run loads (--weights file)
 
 
 def choose_precision(req: CompileRequest) -> str:
@@ -154,17 +159,24 @@ def compile_model(req: CompileRequest, out_dir: Path) -> dict:
     spec (several models of one firmware image share those: codegen/project.py)."""
     precision = choose_precision(req)
     threads = check_threads(req)
+    # placement options are checked before the long work (frontend, calibration)
+    placement = choose_placement(req.board, req.weights, req.weights_region)
+    arena_region = arena_region_of(req.board, req.arena_region)
+    if req.weights_file and placement.placement != "file":
+        raise UsageError("--weights-file needs a --weights file build")
     g = frontend_and_passes(req)
     precision_layers = quantize(g, req) if precision == "int8" else {"float_layers": [], "int16_layers": []}
     if precision == "fp16":
         precision_layers["float_layers"] = to_half(g)
     plan = plan_arena(g)
     options = CodegenOptions(precision=precision, threads=threads, debug_dump=req.debug_dump,
-                             weight_layout=weight_layout_of(req))
+                             weight_layout=weight_layout_of(req), weights=placement, arena_region=arena_region)
     info = generate(g, plan, req.board, options, req.name or req.model.stem, out_dir)
     info["profile"] = req.profile.name
     info["threads"] = threads
     info["weight_layout"] = options.weight_layout
+    if req.weights_file:  # run/validate load this file instead of the one built beside the library
+        info["weights"]["path"] = str(Path(req.weights_file).resolve())
     info.update(precision_layers)
     info["arena"] = plan.buffers
     report_fallbacks(info["fallbacks"])

@@ -62,6 +62,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("threads", "threads", "integer", default=1, help="standard profile, Linux boards: threads per call"),
     Key("input-layout", "input_layout", "string", default="nchw", help="nchw, or nhwc: channels-last input data"),
     Key("weight-layout", "weight_layout", "string", help="cortex-m7: int8 (default) or int16 weights in flash"),
+    Key("weights", "weights", "string", help="linked (default), region or file: where the weight blob goes"),
+    Key("weights-region", "weights_region", "string", help="with weights = \"region\": the board memory region"),
+    Key("arena-region", "arena_region", "string", help="firmware: the board memory region of the arena"),
     Key("plugins", "plugin", "strings", help="custom-op plugin files (relative to this file) or modules"),
     Key("input", "input", "string", path=True, commands=("run",), help="run: input samples"),
     Key("output", "output", "string", path=True, commands=("run",), help="run: the outputs file to write"),
@@ -334,6 +337,9 @@ profile = "lite"             # what it may contain: `cuvil-sdk profiles` (lite: 
 # threads = 1                # standard profile on Linux boards: split large layers over N threads
 # input-layout = "nhwc"      # the input data is channels-last (a camera frame): no transpose on the device
 # weight-layout = "int16"    # cortex-m7: pre-widened weights in flash (faster, twice the bytes; default int8)
+# weights = "linked"         # linked (in the image) | region (cortex-m7: PSRAM) | file (Linux boards: <name>.weights)
+# weights-region = "psram"   # with weights = "region": the board memory region (default: the board's)
+# arena-region = "psram"     # firmware: the board memory region of the arena (default: ram)
 # plugins = ["my_ops/square_plus.py"]   # custom operators (docs/custom_ops.md)
 # out-dir = "cuvil-build/firmware"      # output folder
 # jobs = 4                   # parallel compile jobs (default: the number of CPUs)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import weights_file
 from .data import accepted_shapes, shape_text
 from .errors import ModelError, TargetError, UsageError
 
@@ -49,7 +50,7 @@ def elf_machine(path: Path) -> str:
 
 
 class Model:
-    def __init__(self, path: Path, name: str | None = None) -> None:
+    def __init__(self, path: Path, name: str | None = None, weights: str | Path | None = None) -> None:
         path = Path(path)
         if not path.is_file():
             raise UsageError(f"library '{path}' does not exist")
@@ -64,6 +65,7 @@ class Model:
         self.manifest = json.loads(manifest_fn().decode())
         self.isa = self._instruction_set(path)
         self.int8 = self.manifest["precision"] == "int8"
+        self._load_weights(path, weights)
         self._run_fn = self._batch_entry("run")
         self._run_int8 = self._batch_entry("run_int8") if self.int8 else None
         self.arena_bytes = int(self.manifest["arena_bytes"])
@@ -93,6 +95,24 @@ class Model:
             raise TargetError(f"'{path.name}' needs an x86-64 CPU with AVX2 and FMA; this one lacks {lacks}: "
                               f"build with --board host-portable")
         return isa
+
+    def _load_weights(self, library: Path, weights: str | Path | None) -> None:
+        """A --weights file build: map its weights file (default: <name>.weights beside the
+        library) through <name>_load_weights, which checks size and CRC-32; ModelError if refused."""
+        spec = weights_file.weights_spec(self.manifest)
+        if spec is None:
+            if weights is not None:
+                raise UsageError(f"'{library.name}' has its weights inside (built with --weights "
+                                 f"{self.manifest.get('weights', {}).get('placement', 'linked')}): no weights= file")
+            return
+        path = Path(weights) if weights is not None else library.parent / spec["file"]
+        load = getattr(self._lib, f"{self.name}_load_weights")
+        load.argtypes, load.restype = [ctypes.c_char_p], ctypes.c_int
+        code = load(str(path).encode())
+        if code != 0:
+            self.close()
+            raise ModelError(weights_file.problem(path, code, spec))
+        self.weights_path = path
 
     def _batch_entry(self, kind: str):
         """<name>_<kind>_batch(arena, n, in0.., out0..): every sample of a batch in one C call."""
@@ -302,6 +322,10 @@ class Model:
 
     def close(self) -> None:
         if self._lib is not None:
+            unload = getattr(self._lib, f"{self.name}_unload_weights", None)
+            if unload is not None:
+                unload.restype = None
+                unload()
             handle = self._lib._handle
             self._lib = None
             self._run_fn = self._run_int8 = closed  # a later call says so instead of jumping into unmapped code
@@ -333,5 +357,7 @@ def output_shape(shape: tuple[int, ...], n: int, form: str) -> tuple[int, ...]:
     return {"one": shape, "stacked": (n, *shape), "flat": (n * shape[0], *shape[1:]) if shape else (n,)}[form]
 
 
-def load(path: str | Path, name: str | None = None) -> Model:
-    return Model(Path(path), name)
+def load(path: str | Path, name: str | None = None, weights: str | Path | None = None) -> Model:
+    """Load lib<name>.so; a --weights file build also maps its weights file: `weights`, or
+    <name>.weights beside the library (ModelError, one line, if it is missing or refused)."""
+    return Model(Path(path), name, weights)

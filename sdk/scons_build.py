@@ -50,5 +50,8 @@ def artifacts(project: Path, final: Path, name: str, board: Board) -> dict[str, 
     """Map artifact kinds to absolute paths (as they will be once the folder is final)."""
     build = project / "build"
     kinds = {"so": f"lib{name}.so", "elf": f"{name}.elf", "bin": f"{name}.bin", "hex": f"{name}.hex",
-             "map": f"{name}.map"}
-    return {kind: str(final / "build" / f) for kind, f in kinds.items() if (build / f).exists()}
+             "map": f"{name}.map", "weights": f"{name}.weights"}
+    for region in board.get("memory.regions", []):  # firmware: the image of each further region that holds data
+        kinds[f"bin_{region['name']}"] = f"{name}_{region['name']}.bin"
+    return {kind: str(final / "build" / f) for kind, f in kinds.items()
+            if (build / f).exists() and (build / f).stat().st_size > 0}

@@ -44,7 +44,6 @@ from .options import CodegenOptions
 BLOCK = 128                 # threads per block for every launch
 MAX_GRID = 2**31 - 1        # gridDim.x limit
 WEIGHT_ALIGN = 16           # every weight starts 16-byte aligned in the device weight block
-BYTES_PER_LINE = 32
 
 
 # --- lowering -------------------------------------------------------------------------------
@@ -175,11 +174,6 @@ def render_kernels(name: str, functions: list[str], header: str = "") -> str:
     return environment().get_template("cuda/model.cu.j2").render(name=name, sources=sources, header=header)
 
 
-def byte_lines(data: bytes) -> list[str]:
-    return [", ".join(f"0x{b:02x}" for b in data[i:i + BYTES_PER_LINE]) for i in range(0, len(data), BYTES_PER_LINE)] \
-        or ["0"]
-
-
 def generate_cuda(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, prefix: str, out_dir: Path,
                   info: dict) -> dict:
     """Render the CUDA sources of a model into out_dir; returns what to add to the manifest
@@ -198,8 +192,10 @@ def generate_cuda(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptio
         "inputs": io["inputs"], "outputs": io["outputs"], "weight_bytes": len(block.data),
         "unsupported_text": re.sub(r"[^0-9A-Za-z_ .,()-]", "_", ", ".join(lowered.unsupported))[:160],
         "enabled": not lowered.unsupported,
-        "weight_lines": byte_lines(bytes(block.data)),
+        "device_blob_bytes": max(len(block.data), WEIGHT_ALIGN),
     }
+    # the block as binary data beside its .c (which .incbin's it), at least one aligned unit
+    (src / f"{prefix}_cuda.weights").write_bytes(bytes(block.data) + bytes(max(0, WEIGHT_ALIGN - len(block.data))))
     env = environment()
     (src / f"{prefix}_kernels.cu").write_text(render_kernels(prefix, functions, f'model "{prefix}"'))
     for template, target in (("cuda/host.c.j2", f"{prefix}_cuda.c"), ("cuda/backend.h.j2", f"{prefix}_backend.h"),

@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 import jinja2
-import numpy as np
 
 from ..boards import Board
 from ..ir import Graph
@@ -16,9 +15,9 @@ from .lowering import TEMPLATES, CTYPES, Lowered, c_float, lower_graph
 from .kernel_files import kernel_source
 from .options import CodegenOptions
 from .sanitize import c_identifier, c_string_literal
+from .weights_blob import Blob, layout, write_blob
 
 ARENA_ALIGN = 16
-VALUES_PER_LINE = 24
 
 
 def environment() -> jinja2.Environment:
@@ -26,13 +25,22 @@ def environment() -> jinja2.Environment:
                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
 
 
-def format_values(values: np.ndarray, ctype: str) -> list[str]:
-    """Initializer lines for a weight array (Python formats, the template only places)."""
-    if ctype in ("float", "cuvil_f16"):  # an fp16 value is exact in float32: its literal converts back exactly
-        items = [c_float(v) for v in values.astype(np.float32).tolist()]
-    else:
-        items = [str(int(v)) for v in values.tolist()]
-    return [", ".join(items[i:i + VALUES_PER_LINE]) for i in range(0, len(items), VALUES_PER_LINE)] or ["0"]
+def weights_context(lowered: Lowered, blob: Blob, options: CodegenOptions, prefix: str) -> dict:
+    """What weights.h/.c and the model's files need of the blob and its placement (every offset,
+    size, checksum and section name computed here)."""
+    placement = options.weights
+    return {"placement": placement.placement, "region": placement.region, "section": placement.section(prefix),
+            "blob_bytes": len(blob.data), "blob_crc32": blob.crc32,
+            "arena_section": f".{options.arena_region}.bss.{prefix}_arena" if options.arena_region else "",
+            "weights": [{"name": w.name, "ctype": w.ctype, "count": w.values.size, "offset": offset}
+                        for w, offset in zip(lowered.weights, blob.offsets)]}
+
+
+def weights_info(context: dict, prefix: str, arena_region: str) -> dict:
+    """The manifest's account of the placements (build --json, report.json/html)."""
+    return {"placement": context["placement"], "region": context["region"] or None, "section": context["section"],
+            "file": f"{prefix}.weights", "bytes": context["blob_bytes"], "crc32": f"{context['blob_crc32']:08x}",
+            "arena_region": arena_region or None}
 
 
 def io_entries(g: Graph, names: list[str], plan: ArenaPlan, int8: bool) -> list[dict]:
@@ -63,6 +71,10 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
     info = manifest(g, prefix, board, precision, plan, inputs, outputs)
     src = out_dir / "src"
     (src / "kernels").mkdir(parents=True, exist_ok=True)
+    blob = layout([w.values for w in lowered.weights])
+    write_blob(blob, src / f"{prefix}.weights")
+    weights = weights_context(lowered, blob, options, prefix)
+    info["weights"] = weights_info(weights, prefix, options.arena_region)  # in the library's manifest too
     context = {
         "name": prefix, "NAME": prefix.upper(), "int8": int8, "ctype": CTYPES["int8" if int8 else "float32"],
         # what the arena holds at the model's inputs and outputs (fp16 builds convert while copying)
@@ -70,11 +82,10 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
         "half": precision == "fp16",
         "arena_bytes": max(plan.size, ARENA_ALIGN), "arena_align": ARENA_ALIGN, "inputs": inputs, "outputs": outputs,
         "calls": lowered.calls, "kernel_headers": sorted(set(lowered.kernel_files.values())),
-        "weights": [{"name": w.name, "ctype": w.ctype, "count": w.values.size, "lines": format_values(w.values, w.ctype)}
-                    for w in lowered.weights],
         "manifest_literal": c_string_literal(info),
         "threads": options.threads,
         "isa_variants": list(board.get("isa_variants", [])),  # x86-64: the kernel variants chosen at load time
+        **weights,
     }
     env = environment()
     for template, target in (("common/model.h.j2", f"{prefix}.h"), ("common/model.c.j2", f"{prefix}.c"),

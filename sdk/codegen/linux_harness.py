@@ -40,7 +40,9 @@ def render_linux_harness(board: Board, out_dir: Path, context: dict[str, Any]) -
       NAME     the macro prefix: buffers are sized by <NAME>_INPUT_<i>_SIZE / <NAME>_OUTPUT_<i>_SIZE;
       inputs   list of {"index": i}, in model order;
       outputs  list of {"index": i}, in model order;
-      int8     True: int8 outputs in output.bin; False: float32 run and outputs.
+      int8     True: int8 outputs in output.bin; False: float32 run and outputs;
+      weights_file  optional: the weights file of a --weights file build ("<name>.weights"), which
+               the harness loads from beside itself (or $CUVIL_WEIGHTS) before the first sample.
     The returned path is the harness source, which is not a library source: the caller
     must not add it to the model's sources.
     """
@@ -54,5 +56,5 @@ def render_linux_harness(board: Board, out_dir: Path, context: dict[str, Any]) -
     )
     target = Path(out_dir) / HARNESS_SOURCE
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(env.get_template(template.name).render(dict(context)))
+    target.write_text(env.get_template(template.name).render({"weights_file": "", **context}))
     return [HARNESS_SOURCE]

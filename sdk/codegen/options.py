@@ -2,7 +2,9 @@
 the Graph): the model's precision, threads for large layers, the debug dump."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from .weights_blob import WeightPlacement
 
 
 @dataclass(frozen=True)
@@ -11,3 +13,5 @@ class CodegenOptions:
     threads: int = 1  # standard profile, Linux boards: large layers split over this many threads
     debug_dump: bool = False  # hand every layer's output to <name>_debug_dump
     weight_layout: str = "int8"  # cortex_m_dsp GEMM/FC weights in flash: "int8" or "int16" (pre-widened)
+    weights: WeightPlacement = field(default_factory=WeightPlacement)  # --weights: linked, region or file
+    arena_region: str = ""  # --arena-region: the board memory region of the static arena ("": the default RAM)

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from ..boards import Board
+from ..errors import UsageError
 from .emit import ARENA_ALIGN
 from .firmware import render_firmware_files
 from .linux_harness import render_linux_harness
@@ -18,7 +19,8 @@ def harness_context(info: dict) -> dict:
     int8 = info["precision"] == "int8"
     return {"name": info["name"], "NAME": info["name"].upper(), "int8": int8,
             "inputs": [{"index": t["index"], "size": t["size"], "bytes": t["size"] * 4} for t in info["inputs"]],
-            "outputs": [{"index": t["index"], "size": t["size"], "dtype": t["dtype"]} for t in info["outputs"]]}
+            "outputs": [{"index": t["index"], "size": t["size"], "dtype": t["dtype"]} for t in info["outputs"]],
+            "weights_file": info.get("weights", {}).get("file", "") if info.get("weights", {}).get("placement") == "file" else ""}
 
 
 def add_board_files(board: Board, out_dir: Path, info: dict) -> None:
@@ -32,10 +34,18 @@ def add_board_files(board: Board, out_dir: Path, info: dict) -> None:
         info["sources"] = info["sources"] + [s for s in added if s.endswith(".c")]
 
 
+def weight_files(info: dict) -> list[list[str]]:
+    """The weights files that go beside the library ([source, target]): those of --weights file."""
+    models = info.get("models") or [info]
+    return [[f"src/{m['weights']['file']}", f"build/{m['weights']['file']}"] for m in models
+            if m.get("weights", {}).get("placement") == "file"]
+
+
 def write_build_spec(info: dict, board: Board, out_dir: Path) -> None:
     spec = {"board": board.name, "board_dir": str(board.family_dir), "board_file": board.data.get("_file", ""),
             "name": info["name"], "kind": board.kind, "sources": info["sources"],
-            "toolchain": board.get("toolchain", {}), "cflags": [], "defines": info.get("defines", {})}
+            "toolchain": board.get("toolchain", {}), "cflags": [], "defines": info.get("defines", {}),
+            "copies": weight_files(info)}
     (out_dir / "build.json").write_text(json.dumps(spec, indent=2))
 
 
@@ -49,10 +59,22 @@ def aligned(size: int, align: int = ARENA_ALIGN) -> int:
     return -(-max(size, align) // align) * align
 
 
+def shared_arena_section(image: str, infos: list[dict]) -> str:
+    """The section of an image's shared arena: that of the models' arena region (they must agree)."""
+    regions = {i.get("weights", {}).get("arena_region") or "" for i in infos}
+    if len(regions) > 1:
+        raise UsageError(f"the models of image '{image}' share one arena but name different arena regions "
+                         f"({', '.join(sorted(r or 'ram' for r in regions))}): give them the same arena-region, "
+                         f"or set shared-arena = false")
+    region = regions.pop()
+    return f".{region}.bss.{image}_arena" if region else ""
+
+
 def image_context(image: str, infos: list[dict], shared_arena: bool) -> dict:
     """What the multi-model harness needs: each model's harness context, and the shared arena
     (the largest model's, aligned) when the models run one at a time."""
     return {"image": image, "IMAGE": image.upper(), "shared_arena": shared_arena,
+            "arena_section": shared_arena_section(image, infos) if shared_arena else "",
             "arena_bytes": max(aligned(i["arena_bytes"]) for i in infos), "arena_align": ARENA_ALIGN,
             "models": [harness_context(i) for i in infos]}
 

@@ -74,11 +74,21 @@ def memory_row(what: str, used: int, budget: int | None, parts: dict[str, int]) 
             "parts_kib": {k: round(v / KIB, 2) for k, v in parts.items()}}
 
 
+def arena_budget(info: dict) -> int | None:
+    """The budget of the region that holds the arena (--arena-region), else the RAM's."""
+    region = (info.get("weights") or {}).get("arena_region")
+    if region and region.upper() in info.get("regions", {}):
+        return info["regions"][region.upper()]["budget"]
+    return info.get("ram_budget")
+
+
 def memory_summary(info: dict) -> dict[str, Any]:
     """flash and RAM rows, plus the arena against the RAM budget."""
     rows = [memory_row("flash", info.get("flash_bytes", 0), info.get("flash_budget"), info.get("flash", {})),
             memory_row("RAM", info.get("ram_bytes", 0), info.get("ram_budget"), info.get("ram", {})),
-            memory_row("arena", info.get("arena_bytes", 0), info.get("ram_budget"), {})]
+            memory_row("arena", info.get("arena_bytes", 0), arena_budget(info), {})]
+    further = list(info.get("regions", {}).items())[2:]  # after FLASH and RAM: the board's memory.regions
+    rows += [memory_row(name, r["used"], r["budget"], r["bytes"]) for name, r in further]
     return {"rows": rows, "fits": info.get("fits"), "stack": info.get("stack"),
             "note": "model = weights + model code + arena; harness = test harness, board support, C library, "
                     "the stack the board reserves and alignment"}
@@ -93,8 +103,12 @@ def weights_summary(info: dict, layers: list[dict]) -> dict[str, Any]:
     if portable and stored > portable:
         note = (f"the board's kernels store the weights in a wider layout ({ratio}x the int8 size: "
                 f"the Cortex-M DSP kernels widen int8 weights to int16 for SMLAD)")
+    placed = info.get("weights") or {}
     return {"stored_bytes": stored, "stored_kib": round(stored / KIB, 2), "int8_layout_bytes": portable,
-            "int8_layout_kib": round(portable / KIB, 2), "ratio": ratio, "note": note}
+            "int8_layout_kib": round(portable / KIB, 2), "ratio": ratio, "note": note,
+            "placement": placed.get("placement", "linked"), "region": placed.get("region"),
+            "section": placed.get("section"), "file": placed.get("file"), "blob_bytes": placed.get("bytes"),
+            "crc32": placed.get("crc32"), "arena_region": placed.get("arena_region")}
 
 
 def with_profile(layers: list[dict], profile: list[dict] | None) -> list[dict]:
@@ -111,7 +125,7 @@ def build_report(info: dict, profile: list[dict] | None = None) -> dict:
     steps = len(layers)
     live = live_bytes_per_step(info.get("arena", []), steps)
     memory = {key: info[key] for key in ("flash_bytes", "ram_bytes", "arena_bytes", "flash_budget", "ram_budget",
-                                         "flash", "ram", "fits", "stack") if key in info}
+                                         "flash", "ram", "fits", "stack", "regions") if key in info}
     memory["summary"] = memory_summary(info)
     return {
         "model": {"name": info["name"], "board": info["board"], "profile": info.get("profile"),

@@ -14,9 +14,10 @@ TIMING_BUDGET_S = 2.0  # fewer repeats for a model so slow that 20 would take lo
 
 
 def run_host(library: Path, samples: list[dict[str, np.ndarray]], progress: bool, layers: bool = False,
-             timing: bool = False) -> dict:
+             timing: bool = False, weights: str | None = None) -> dict:
+    """`weights`: the weights file of a --weights file build (None: the one beside the library)."""
     outputs, dumps = [], []
-    with runtime.load(library) as model, Progress("running", len(samples), progress) as bar:
+    with runtime.load(library, weights=weights) as model, Progress("running", len(samples), progress) as bar:
         for feeds in samples:
             if layers:
                 out, per_layer = model.run_with_layers(feeds)

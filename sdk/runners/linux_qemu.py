@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import weights_file
 from ..boards import Board
 from ..errors import TargetError, ToolError
 from . import insn_count
@@ -128,6 +129,12 @@ def run_on_qemu_user(board: Board, info: dict, samples: list[dict[str, np.ndarra
     dequantized for int8 builds}, "raw": one (N, size) array per output, int8 (or float32 for
     float builds), and on boards with an instruction-counting plugin (run.instruction_plugin)
     "instructions" per sample and "layer_instructions" per sample {layer index: count}}."""
+    spec = weights_file.weights_spec(info)
+    env = {"CUVIL_TIMING_REPEATS": str(TIMING_REPEATS if timing else 0)}
+    if spec is not None:  # the harness refuses a bad file too; this says what is wrong in one line (exit 3)
+        weights_file.check(Path(spec.get("path") or harness_path(info).parent / spec["file"]), spec)
+        if spec.get("path"):
+            env["CUVIL_WEIGHTS"] = spec["path"]
     data = encode_inputs(per_input_arrays(info, samples))
     dtype = output_dtype(info)
     sizes = [t["size"] for t in info["outputs"]]
@@ -137,7 +144,7 @@ def run_on_qemu_user(board: Board, info: dict, samples: list[dict[str, np.ndarra
         work = Path(tmp)
         plugin = insn_count.build_plugin(source, work) if source is not None else None
         output = run_harness(board, harness_path(info), data, len(samples), sum(sizes) * dtype.itemsize, timeout,
-                             progress, work, {"CUVIL_TIMING_REPEATS": str(TIMING_REPEATS if timing else 0)}, plugin)
+                             progress, work, env, plugin)
         timing = read_timing(work / "timing.txt")
         counts, layers = insn_count.per_sample(insn_count.read_records(work / RECORDS)) if plugin else (None, None)
     if counts is not None and len(counts) != len(samples):
