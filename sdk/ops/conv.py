@@ -59,14 +59,77 @@ def patches(x: np.ndarray, k_hw, strides, dil, pads, out_hw, pad_value) -> np.nd
     return np.lib.stride_tricks.as_strided(xp, shape, view_strides, writeable=False)
 
 
+# Bytes of im2col columns built at a time: bounds the copy of the patches whatever the batch.
+IM2COL_BLOCK_BYTES = 1 << 25
+
+
 def conv_nchw(x: np.ndarray, w: np.ndarray, geo: dict, group: int, pad_value=0) -> np.ndarray:
-    """Grouped convolution of NCHW x with OIHW w (no bias), in x's dtype (int64 is exact)."""
-    p = patches(x, w.shape[2:], geo["strides"], geo["dilations"], geo["pads"], geo["out"], pad_value)
+    """Grouped convolution of NCHW x with OIHW w (no bias), NCHW in x's dtype.
+
+    Computed channels-last (the layout of the graph's activations, so NCHW here is a view):
+    im2col and a BLAS matmul over the whole batch in float64. Integer x stays exact: every
+    partial sum is an integer below 2^53 (checked), which float64 holds exactly in any order;
+    past that bound the sums are taken in int64."""
+    exact = x.dtype.kind in "iu"
+    compute = np.float64 if not exact or sums_fit_float64(x, w) else np.int64
+    p = patches_nhwc(x.transpose(0, 2, 3, 1), w.shape[2:], geo, pad_value)
+    if w.shape[1] == 1 and group > 1:
+        y = depthwise_sums(p, w, compute)
+    else:
+        y = grouped_matmul_sums(p, w, group, compute)
+    return y.astype(x.dtype, copy=False).transpose(0, 3, 1, 2)
+
+
+def patches_nhwc(x: np.ndarray, k_hw, geo: dict, pad_value) -> np.ndarray:
+    """(N, OH, OW, KH, KW, C) view of an NHWC tensor padded with pad_value."""
+    pads, strides, dil, out_hw = geo["pads"], geo["strides"], geo["dilations"], geo["out"]
+    if any(pads):
+        x = np.pad(x, ((0, 0), (pads[0], pads[2]), (pads[1], pads[3]), (0, 0)), constant_values=pad_value)
+    s = x.strides
+    shape = (x.shape[0], out_hw[0], out_hw[1], k_hw[0], k_hw[1], x.shape[3])
+    view_strides = (s[0], s[1] * strides[0], s[2] * strides[1], s[1] * dil[0], s[2] * dil[1], s[3])
+    return np.lib.stride_tricks.as_strided(x, shape, view_strides, writeable=False)
+
+
+def sums_fit_float64(x: np.ndarray, w: np.ndarray) -> bool:
+    """Whether every partial sum of products of x and w is an integer float64 holds exactly."""
+    terms = int(np.prod(w.shape[1:]))
+    x_max = int(np.abs(x).max(initial=0))
+    w_max = int(np.abs(w).max(initial=0))
+    return terms * x_max * w_max < 2**53
+
+
+def depthwise_sums(p: np.ndarray, w: np.ndarray, compute) -> np.ndarray:
+    """One input channel per group (depthwise, with a channel multiplier): a multiply-add per
+    kernel tap over the whole tensor, (N, OH, OW, OC)."""
+    n, oh, ow, kh, kw, c = p.shape
+    multiplier = w.shape[0] // c
+    y = np.zeros((n, oh, ow, w.shape[0]), dtype=compute)
+    wc = w.astype(compute)
+    for k in range(kh):
+        for l in range(kw):
+            taps = p[:, :, :, k, l]
+            if multiplier > 1:
+                taps = np.repeat(taps, multiplier, axis=3)
+            y += taps * wc[:, 0, k, l]
+    return y
+
+
+def grouped_matmul_sums(p: np.ndarray, w: np.ndarray, group: int, compute) -> np.ndarray:
+    """im2col per group and a matmul, a block of output rows at a time, (N, OH, OW, OC)."""
+    n, oh, ow, kh, kw, c = p.shape
     oc, icg = w.shape[0], w.shape[1]
-    ocg = oc // group
-    outs = [np.einsum("nckluv,ockl->nouv", p[:, g * icg:(g + 1) * icg], w[g * ocg:(g + 1) * ocg].astype(x.dtype))
-            for g in range(group)]
-    return np.concatenate(outs, axis=1)
+    ocg, depth = oc // group, icg * kh * kw
+    y = np.empty((n, oh, ow, oc), dtype=compute)
+    rows = max(1, IM2COL_BLOCK_BYTES // (n * ow * depth * 8))
+    for gi in range(group):
+        # columns ordered (kh, kw, c) as the patches are: the weights follow
+        weights = w[gi * ocg:(gi + 1) * ocg].transpose(0, 2, 3, 1).reshape(ocg, depth).astype(compute).T
+        for top in range(0, oh, rows):
+            cols = np.ascontiguousarray(p[:, top:top + rows, :, :, :, gi * icg:(gi + 1) * icg], dtype=compute)
+            block = cols.reshape(-1, depth) @ weights
+            y[:, top:top + rows, :, gi * ocg:(gi + 1) * ocg] = block.reshape(n, -1, ow, ocg)
+    return y
 
 
 def to_nchw(x: np.ndarray, channels_last: bool) -> np.ndarray:

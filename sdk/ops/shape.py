@@ -27,6 +27,15 @@ def axes_of(node: Node, g: Graph) -> list[int] | None:
     return node.attrs.get("axes")
 
 
+def reshape_samples(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """x as `shape`; for a shape with a leading axis of 1 (one sample), x may hold several
+    samples stacked on axis 0 (the batched reference), and each keeps its own row."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if x.size != size and shape and shape[0] == 1 and x.ndim and x.shape[0] * size == x.size:
+        return x.reshape((x.shape[0],) + tuple(shape[1:]))
+    return x.reshape(shape)
+
+
 class Alias(OpDef):
     """Output is the input's bytes with another shape: no code, shared memory."""
 
@@ -34,10 +43,10 @@ class Alias(OpDef):
     output_qparams = "same"
 
     def run_float(self, node, g, xs):
-        return [xs[0].reshape(g.tensors[node.outputs[0]].shape)]
+        return [reshape_samples(xs[0], g.tensors[node.outputs[0]].shape)]
 
     def run_int(self, node, g, xs):
-        return [xs[0].reshape(g.tensors[node.outputs[0]].shape)]
+        return [reshape_samples(xs[0], g.tensors[node.outputs[0]].shape)]
 
     def lower(self, node, g, precision):
         return call("copy", **io_args(node), nbytes=g.tensors[node.inputs[0]].nbytes)
