@@ -29,9 +29,10 @@ def fused_range(node: Node) -> tuple[float, float]:
 
 
 def apply_fused_float(node: Node, y: np.ndarray) -> np.ndarray:
+    """y clipped to the fused activation's range, in place: y is the layer's own new result."""
     lo, hi = fused_range(node)
     if np.isfinite(lo) or np.isfinite(hi):
-        y = np.clip(y, lo, hi).astype(y.dtype)
+        np.clip(y, lo, hi, out=y)
     return y
 
 

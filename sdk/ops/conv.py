@@ -60,11 +60,12 @@ def patches(x: np.ndarray, k_hw, strides, dil, pads, out_hw, pad_value) -> np.nd
 
 
 # Bytes of im2col columns built at a time: bounds the copy of the patches whatever the batch.
-IM2COL_BLOCK_BYTES = 1 << 25
+IM2COL_BLOCK_BYTES = 1 << 23
 
 
 def conv_nchw(x: np.ndarray, w: np.ndarray, geo: dict, group: int, pad_value=0) -> np.ndarray:
-    """Grouped convolution of NCHW x with OIHW w (no bias), NCHW in x's dtype.
+    """Grouped convolution of NCHW x with OIHW w (no bias), NCHW: float64 for float x, x's
+    dtype for integer x.
 
     Computed channels-last (the layout of the graph's activations, so NCHW here is a view):
     im2col and a BLAS matmul over the whole batch in float64. Integer x stays exact: every
@@ -77,7 +78,7 @@ def conv_nchw(x: np.ndarray, w: np.ndarray, geo: dict, group: int, pad_value=0) 
         y = depthwise_sums(p, w, compute)
     else:
         y = grouped_matmul_sums(p, w, group, compute)
-    return y.astype(x.dtype, copy=False).transpose(0, 3, 1, 2)
+    return (y if x.dtype.kind == "f" else y.astype(x.dtype, copy=False)).transpose(0, 3, 1, 2)
 
 
 def patches_nhwc(x: np.ndarray, k_hw, geo: dict, pad_value) -> np.ndarray:
@@ -185,7 +186,7 @@ class Conv(OpDef):
         return g.const(node.inputs[1])
 
     def sums(self, x: np.ndarray, w: np.ndarray, geo: dict, group: int) -> np.ndarray:
-        """The layer's products summed (no bias), NCHW, in x's dtype."""
+        """The layer's products summed (no bias), NCHW: float64 for float x, else x's dtype."""
         return conv_nchw(x, w, geo, group)
 
     def macs(self, node, g):
@@ -195,9 +196,9 @@ class Conv(OpDef):
     def run_float(self, node, g, xs):
         last = node.channels_last
         w = self.weight_oihw(node, g).astype(np.float64)
-        y = self.sums(to_nchw(xs[0], last).astype(np.float64), w, self.geometry(node, g), self.attr(node, "group"))
+        y = self.sums(to_nchw(xs[0], last), w, self.geometry(node, g), self.attr(node, "group"))
         if optional_input(node, 2):
-            y = y + g.const(node.inputs[2]).reshape(1, -1, 1, 1)
+            y += g.const(node.inputs[2]).reshape(1, -1, 1, 1)  # y is the sums' own float64 array
         return [apply_fused_float(node, from_nchw(y, last).astype(np.float32))]
 
     def quantize(self, node, g):

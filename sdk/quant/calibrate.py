@@ -40,8 +40,8 @@ class RangeObserver:
         stacked = picks is not None
         per_sample = value if stacked else value[None]
         if value.ndim > int(stacked):
-            rows = per_sample.reshape(per_sample.shape[0], -1, value.shape[-1]).astype(np.float64)
-            for sums in rows.sum(axis=1):  # per sample, then in sample order: the same float64 sums
+            rows = per_sample.reshape(per_sample.shape[0], -1, value.shape[-1])
+            for sums in rows.sum(axis=1, dtype=np.float64):  # per sample, then in sample order: the same sums
                 self.sums[name] = self.sums.get(name, 0.0) + sums
             self.counts[name] = self.counts.get(name, 0) + rows.shape[0] * rows.shape[1]
         self.low[name] = min(self.low.get(name, np.inf), float(value.min()))

@@ -20,7 +20,7 @@ from .interpreter import float_step_checked
 
 # Bytes of float64 working values per sample in the largest layer, times the samples of a
 # batch, stay under this: bounds the memory of a batched run (im2col copies are bounded apart).
-BATCH_BYTES = 1 << 26
+BATCH_BYTES = 1 << 25
 
 
 class NotBatchable(Exception):
