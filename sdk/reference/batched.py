@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import CuvilError
 from ..ir import Graph
 from ..ops import get_op
-from .interpreter import float_step_checked
+from .interpreter import float_step_checked, run_float
 
 # Bytes of float64 working values per sample in the largest layer, times the samples of a
 # batch, stay under this: bounds the memory of a batched run (im2col copies are bounded apart).
@@ -94,3 +94,24 @@ def run_float_batched(g: Graph, feeds: dict[str, np.ndarray], visit: Callable[[s
         for name in set(node.inputs) | set(node.outputs):
             if name in values and last.get(name, -1) <= k and name not in g.outputs:
                 del values[name]
+
+
+def run_float_samples(g: Graph, samples: list[dict[str, np.ndarray]]) -> list[dict[str, np.ndarray]]:
+    """The graph's outputs for each sample: in batches where the graph allows, else one by one."""
+    if batchable(g) and samples:
+        try:
+            return [per_sample for batch in batches(samples, batch_size(g, len(samples)))
+                    for per_sample in outputs_of_batch(g, batch)]
+        except NotBatchable:
+            pass
+    return [run_float(g, feeds) for feeds in samples]
+
+
+def outputs_of_batch(g: Graph, batch: list[dict[str, np.ndarray]]) -> list[dict[str, np.ndarray]]:
+    outputs: dict[str, np.ndarray] = {}
+
+    def keep_outputs(name: str, value: np.ndarray) -> None:
+        if name in g.outputs:
+            outputs[name] = value
+    run_float_batched(g, stack(batch), keep_outputs)
+    return [{name: value[i:i + 1] for name, value in outputs.items()} for i in range(len(batch))]
