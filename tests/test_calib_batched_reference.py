@@ -52,6 +52,35 @@ def test_batched_calibration_equals_one_sample_at_a_time(method):
     assert any(v.size == 4096 for kept in batched.kept.values() for v in kept) or method == "minmax"
 
 
+def movement_model(path: Path) -> Path:
+    """Conv -> nearest 2x Resize -> Slice -> Flatten -> Gemm: index-table and reshape layers,
+    which take one sample's shape from the graph, run on stacked samples too."""
+    rng = np.random.default_rng(2)
+    inits = [numpy_helper.from_array(rng.standard_normal((3, 2, 3, 3)).astype(np.float32), "w"),
+             numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+             numpy_helper.from_array(np.array([1], np.int64), "start"),
+             numpy_helper.from_array(np.array([7], np.int64), "end"),
+             numpy_helper.from_array(np.array([2], np.int64), "axis"),
+             numpy_helper.from_array(rng.standard_normal((3 * 6 * 8, 5)).astype(np.float32), "fc")]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv0"),
+             helper.make_node("Resize", ["c", "", "scales"], ["r"], mode="nearest", name="up0"),
+             helper.make_node("Slice", ["r", "start", "end", "axis"], ["s"], name="slice0"),
+             helper.make_node("Flatten", ["s"], ["f"], name="flat0"),
+             helper.make_node("Gemm", ["f", "fc"], ["y"], name="fc0")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path
+
+
+def test_movement_layers_run_on_stacked_samples(tmp_path):
+    g = graph_of(movement_model(tmp_path / "m.onnx"))
+    assert batchable(g)
+    samples = random_samples(g, 4)
+    assert_same_observations(calibrate_batched(g, samples, "minmax", False),  # raises NotBatchable if one fails
+                             calibrate_per_sample(g, samples, len(samples), "minmax", False))
+
+
 def softmax_over_samples_model(path: Path) -> Path:
     """Conv then Softmax over axis 0: stacking samples there would change each one's result."""
     w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 2, 3, 3)).astype(np.float32), "w")

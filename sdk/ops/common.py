@@ -48,6 +48,15 @@ def fused_int_range(node: Node, scale: float, zero_point: int, lo: int = INT8_MI
     return lo, hi
 
 
+def stacked_samples(x: np.ndarray, shape: tuple[int, ...]) -> int:
+    """How many samples x holds stacked on axis 0 when the graph's shape is one sample's
+    (leading axis 1; the batched reference, reference/batched.py), else 0."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if shape and shape[0] == 1 and x.ndim and x.shape[0] > 1 and x.size == x.shape[0] * size:
+        return int(x.shape[0])
+    return 0
+
+
 def is_wide(node: Node) -> bool:
     """A 16x8 layer: int16 activations in and out, int8 weights."""
     return node.precision == "int16"

@@ -11,7 +11,7 @@ import numpy as np
 from ..ir import Graph, Node
 from ..quant.requant import clamp_int8, quantize_float, quantize_multiplier, requant
 from ..codegen.kernel_api import call
-from .common import Weight, io_args, qparams_of, require
+from .common import Weight, io_args, qparams_of, require, stacked_samples
 from .movement import remap_call, strides_of
 from .registry import OpDef, register
 
@@ -30,10 +30,8 @@ def axes_of(node: Node, g: Graph) -> list[int] | None:
 def reshape_samples(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """x as `shape`; for a shape with a leading axis of 1 (one sample), x may hold several
     samples stacked on axis 0 (the batched reference), and each keeps its own row."""
-    size = int(np.prod(shape, dtype=np.int64))
-    if x.size != size and shape and shape[0] == 1 and x.ndim and x.shape[0] * size == x.size:
-        return x.reshape((x.shape[0],) + tuple(shape[1:]))
-    return x.reshape(shape)
+    samples = stacked_samples(x, shape)
+    return x.reshape((samples,) + tuple(shape[1:])) if samples else x.reshape(shape)
 
 
 class Alias(OpDef):
