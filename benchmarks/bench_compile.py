@@ -236,10 +236,12 @@ def main() -> int:
         for board in args.boards.split(","):
             print(f"building {name} for {board}", file=sys.stderr, flush=True)
             entry["builds"][board] = run_build(model, board, calib, work)
+            (work / "results.json").write_text(json.dumps({**results, name: entry}, indent=1))
         if name in args.compare.split(","):
             samples = [{"input": x[None]} for x in random_samples(model, args.samples, 1)]
             entry["outputs_vs_host"] = compare(model, entry["builds"], samples, work, args.jetson_cpu)
         results[name] = entry
+        (work / "results.json").write_text(json.dumps(results, indent=1))  # what is done so far
     if args.json:
         print(json.dumps(results, indent=1))
     else:
