@@ -8,7 +8,8 @@ Each build runs in a fresh process (so its peak memory is its own) that times th
 `cuvil-sdk build`: frontend and passes, calibration (the numpy float reference), the rest of
 quantization, arena planning, lowering (kernel selection, weight packing), rendering (the C
 text, weights included), the C build (SCons and the compiler), and reports the peak RSS of
-the Python process before the C build, at the end, and of the largest compiler process.
+the Python process before the C build and at the end (not of the compiler: a child process's
+peak RSS starts from its parent's at the fork).
 Sizes: the library, the weight arrays in it (the `<name>_w*`/`<name>_k*` symbols of the
 weights source) against the int8 parameter bytes (one byte per float parameter of the model).
 
@@ -93,8 +94,9 @@ def build_one(model: Path, board_name: str, calib: Path, out: Path) -> dict:
     t0 = time.perf_counter()
     info = commands.do_build(req, out, 2)
     total = time.perf_counter() - t0
+    # (no figure for the compiler processes: a child's peak RSS starts from its parent's at fork)
     return {"seconds": clock.seconds, "total_s": total, "python_peak_before_c_mb": before_c.get("python_peak_mb"),
-            "python_peak_mb": peak_mb(resource.RUSAGE_SELF), "compiler_peak_mb": peak_mb(resource.RUSAGE_CHILDREN),
+            "python_peak_mb": peak_mb(resource.RUSAGE_SELF), "children_peak_mb": peak_mb(resource.RUSAGE_CHILDREN),
             "so": info["artifacts"]["so"], "name": info["name"], "library_bytes": Path(info["artifacts"]["so"]).stat().st_size}
 
 
@@ -184,7 +186,7 @@ def random_samples(model: Path, count: int, seed: int) -> np.ndarray:
 
 def print_table(results: dict) -> None:
     head = f"{'model':13} {'board':7} " + " ".join(f"{s[:9]:>9}" for s in STAGES) + \
-        f" {'total s':>8} {'py MB':>6} {'pyC MB':>6} {'cc MB':>6} {'lib MB':>7} {'w MB':>6} {'w/int8':>6}"
+        f" {'total s':>8} {'py MB':>6} {'pyC MB':>6} {'lib MB':>7} {'w MB':>6} {'w/int8':>6}"
     print(head)
     for model, entry in results.items():
         for board, b in entry["builds"].items():
@@ -194,7 +196,7 @@ def print_table(results: dict) -> None:
             ratio = b["weights_bytes"] / entry["int8_parameter_bytes"]
             print(f"{model:13} {board:7} " + " ".join(f"{b['seconds'][s]:9.1f}" for s in STAGES) +
                   f" {b['total_s']:8.1f} {b['python_peak_before_c_mb']:6.0f} {b['python_peak_mb']:6.0f}"
-                  f" {b['compiler_peak_mb']:6.0f} {b['library_bytes'] / 2**20:7.1f} {b['weights_bytes'] / 2**20:6.1f}"
+                  f" {b['library_bytes'] / 2**20:7.1f} {b['weights_bytes'] / 2**20:6.1f}"
                   f" {ratio:6.2f}")
         print(f"{'':13} model file {entry['model_file_mb']:.1f} MB, {entry['int8_parameter_bytes'] / 2**20:.1f} MB "
               f"int8 parameters")
@@ -204,8 +206,8 @@ def print_table(results: dict) -> None:
             else:
                 print(f"{'':13} {board} int8 outputs vs host: {'bit-identical' if c['identical'] else 'DIFFER'} "
                       f"({c['differing_values']} values differ; {c['path']}; run {c['run_s']:.1f} s under qemu)")
-    print("py MB: peak RSS of the build's Python process before the C build (pyC: at the end); cc MB: the "
-          "largest compiler process; w/int8: weight bytes in the library / int8 parameter bytes")
+    print("py MB: peak RSS of the build's Python process before the C build (pyC: at the end); w/int8: weight "
+          "bytes in the library / int8 parameter bytes")
 
 
 def main() -> int:
