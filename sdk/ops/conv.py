@@ -238,13 +238,17 @@ class Conv(OpDef):
 
 def symmetric_per_channel(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """int8 weights in [-127, 127] and float scales, one per slice along `axis`."""
-    moved = np.moveaxis(w.astype(np.float64), axis, 0)
-    amax = np.abs(moved.reshape(moved.shape[0], -1)).max(axis=1)
+    w = w if w.dtype.kind == "f" else w.astype(np.float64)
+    rows = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
+    # max |w| without a float64 copy of the weights: the float64 of the extremes is the same
+    amax = np.maximum(rows.max(axis=1), -rows.min(axis=1)).astype(np.float64)
     scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
     shape = [1] * w.ndim
     shape[axis] = -1
-    q = np.clip(np.round(w / scale.astype(np.float64).reshape(shape)), -127, 127).astype(np.int8)
-    return q, scale
+    q = w / scale.astype(np.float64).reshape(shape)  # float64, the one temporary: rounded and clipped in place
+    np.round(q, out=q)
+    np.clip(q, -127, 127, out=q)
+    return q.astype(np.int8), scale
 
 
 def quantize_weighted(node: Node, g: Graph, axis: int, weight: np.ndarray | None = None) -> None:

@@ -20,7 +20,7 @@ from .interpreter import float_step_checked, run_float
 
 # Bytes of float64 working values per sample in the largest layer, times the samples of a
 # batch, stay under this: bounds the memory of a batched run (im2col copies are bounded apart).
-BATCH_BYTES = 1 << 25
+BATCH_BYTES = 1 << 24
 
 
 class NotBatchable(Exception):
