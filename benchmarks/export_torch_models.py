@@ -1,12 +1,13 @@
-"""Export MobileNetV2-1.0 (224x224) and ResNet-50 as PyTorch's default ONNX exporter writes
-them (opset 18), with random weights and batch-norm statistics, for the host/rpi5 no-fallback
-check and the latency benchmark (benchmarks/bench_torch_models.py). Needs torch (run it with
+"""Export MobileNetV2-1.0 (224x224), ResNet-50 and a YOLOv3-tiny-style detector (320x320) as
+PyTorch's default ONNX exporter writes them (opset 18), with random weights and batch-norm
+statistics, for the host/rpi5 no-fallback check, the latency benchmark
+(benchmarks/bench_torch_models.py) and the compile-time benchmark (bench_compile.py). Needs torch (run it with
 /work/torchenv/bin/python); the architectures are written out here (torchvision is not
 installable beside this torch), following torchvision's definitions. The exported models are
 not checked in (tens of MB); the test suite uses a reduced model with the same layer kinds
 (scripts/make_fixtures_simd_wide.py).
 
-usage: export_torch_models.py OUTDIR [--only mobilenet_v2|resnet50]
+usage: export_torch_models.py OUTDIR [--only mobilenet_v2|resnet50|yolo_tiny]
 """
 from __future__ import annotations
 
@@ -88,7 +89,41 @@ class ResNet50(nn.Module):
         return self.fc(torch.flatten(self.avgpool(self.features(x)), 1))
 
 
-MODELS = {"mobilenet_v2": MobileNetV2, "resnet50": ResNet50}
+def conv_leaky(cin: int, cout: int, k: int) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(cin, cout, k, 1, k // 2, bias=False), nn.BatchNorm2d(cout),
+                         nn.LeakyReLU(0.1, inplace=True))
+
+
+class YoloTiny(nn.Module):
+    """A YOLOv3-tiny-style detector (Darknet's yolov3-tiny.cfg layers, 8.9 M parameters): 3x3
+    conv + batch norm + LeakyReLU(0.1) with 2x2 max pooling down to stride 32, two heads of
+    3 anchors x (5 + 80 classes) = 255 channels at strides 32 and 16 (10x10 and 20x20 for a
+    320x320 input), the second fed by a nearest 2x upsample concatenated with the stride-16
+    features. Outputs are the raw head maps (box decoding and NMS stay outside the model).
+    Darknet's stride-1 max pool before the 1024-channel conv is left out (it keeps the size)."""
+
+    def __init__(self, outputs: int = 255):
+        super().__init__()
+        layers, cin = [], 3
+        for cout in (16, 32, 64, 128):
+            layers += [conv_leaky(cin, cout, 3), nn.MaxPool2d(2, 2)]
+            cin = cout
+        self.stride16 = nn.Sequential(*layers, conv_leaky(128, 256, 3))
+        self.stride32 = nn.Sequential(nn.MaxPool2d(2, 2), conv_leaky(256, 512, 3), conv_leaky(512, 1024, 3),
+                                      conv_leaky(1024, 256, 1))
+        self.head32 = nn.Sequential(conv_leaky(256, 512, 3), nn.Conv2d(512, outputs, 1))
+        self.lateral = nn.Sequential(conv_leaky(256, 128, 1), nn.Upsample(scale_factor=2, mode="nearest"))
+        self.head16 = nn.Sequential(conv_leaky(384, 256, 3), nn.Conv2d(256, outputs, 1))
+
+    def forward(self, x):
+        c16 = self.stride16(x)
+        c32 = self.stride32(c16)
+        return self.head32(c32), self.head16(torch.cat([self.lateral(c32), c16], 1))
+
+
+MODELS = {"mobilenet_v2": MobileNetV2, "resnet50": ResNet50, "yolo_tiny": YoloTiny}
+INPUT_SIZE = {"yolo_tiny": 320}  # others: 224
+OUTPUT_NAMES = {"yolo_tiny": ["boxes_stride32", "boxes_stride16"]}
 
 
 def randomise_bn(model: nn.Module, seed: int) -> None:
@@ -110,8 +145,9 @@ def export(name: str, out: pathlib.Path) -> pathlib.Path:
     randomise_bn(model, 1)
     model.eval()
     path = out / f"{name}.onnx"
-    torch.onnx.export(model, (torch.randn(1, 3, 224, 224),), str(path), opset_version=18,
-                      input_names=["input"], output_names=["logits"])
+    size = INPUT_SIZE.get(name, 224)
+    torch.onnx.export(model, (torch.randn(1, 3, size, size),), str(path), opset_version=18,
+                      input_names=["input"], output_names=OUTPUT_NAMES.get(name, ["logits"]))
     return path
 
 

@@ -365,6 +365,9 @@ def replace_kernel(kernel_set: str, kernel: str, source: str) -> None:
 class PluginOp(OpDef):
     """A registered plugin op, seen by the pipeline like any built-in op."""
 
+    def mixes_samples(self, node: Node, g: Graph) -> bool:
+        return True  # its float reference may read the whole tensor: calibrate one sample at a time
+
     def __init__(self, spec: OpSpec) -> None:
         self.spec = spec
         self.op_type = spec.key

@@ -20,7 +20,8 @@ from ..plugins import check_node_types, op_key, unknown_op_message
 from ..profiles import Profile
 from ..quant.qdq_import import has_qdq, import_qdq
 from ..passes.constant_folding import NEVER_FOLD
-from .safety import CONTROL_FLOW_OPS, check_external_data, first_line, load_external_data, read_model_file
+from .safety import (CONTROL_FLOW_OPS, check_external_data, first_line, load_external_data, map_external_initializers,
+                     read_model_file)
 
 TARGET_OPSET = 13
 DTYPES = {onnx.TensorProto.FLOAT: "float32", onnx.TensorProto.INT8: "int8", onnx.TensorProto.UINT8: "uint8",
@@ -44,18 +45,21 @@ def parse_input_shapes(specs: list[str] | None) -> dict[str, tuple[int, ...]]:
 def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[str, tuple[int, ...]]) -> Graph:
     model = read_model_file(path)
     check_external_data(model, path.parent)
+    # weights in external files are mapped, not copied (a model to upgrade is converted whole)
+    mapped = map_external_initializers(model, path.parent) if opset_of(model) >= TARGET_OPSET else {}
     load_external_data(model, path.parent)
     refuse_control_flow(model, profile)
     refuse_broken_graph(model)
     refuse_unknown_custom_ops(model)
     try:
-        onnx.checker.check_model(model, full_check=True)
+        # the file itself when weights were mapped: the checker then finds them where they are
+        onnx.checker.check_model(str(path) if mapped else model, full_check=True)
     except Exception as exc:
         # the checker's messages span lines (node dumps): keep them whole, on one line
         raise ModelError(f"the ONNX checker rejects '{path.name}': {' '.join(str(exc).split())[:300]}") from None
     model = upgrade_opset(model)
     refuse_unsupported(model)
-    graph = to_ir(model, path.stem, input_shapes, board)
+    graph = to_ir(model, path.stem, input_shapes, board, mapped)
     if has_qdq(graph):
         # QDQ markers go before shape checks: ops must see their weights as constants
         import_qdq(graph)
@@ -126,8 +130,12 @@ def refuse_unsupported(model: onnx.ModelProto) -> None:
                              f"(supported: {', '.join(supported_ops())})")
 
 
+def opset_of(model: onnx.ModelProto) -> int:
+    return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+
+
 def upgrade_opset(model: onnx.ModelProto) -> onnx.ModelProto:
-    version = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+    version = opset_of(model)
     if version >= TARGET_OPSET:
         return model
     try:
@@ -211,10 +219,12 @@ def refuse_infinite_weights(g: Graph) -> None:
                                  f"values; +/-inf constants are accepted only as masks and bounds")
 
 
-def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, ...]], board: Board) -> Graph:
+def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, ...]], board: Board,
+          mapped: dict[str, np.ndarray] | None = None) -> Graph:
+    """The IR of the model; `mapped` holds the initializers already mapped from external files."""
     g = Graph(name)
     for init in model.graph.initializer:
-        data = tensor_array(init, f"initializer '{init.name}'")
+        data = mapped[init.name] if mapped and init.name in mapped else tensor_array(init, f"initializer '{init.name}'")
         if has_nan(data):
             raise ModelError(f"tensor '{init.name}' contains NaN values")
         if data.size > board.flash_bytes:  # even at one byte per value (int8) it cannot fit

@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
 import onnx
 from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
@@ -78,6 +79,47 @@ def check_external_data(model: onnx.ModelProto, model_dir: Path) -> None:
             raise ModelError(f"{where}: symlinks or paths outside the model's folder are refused")
         if not candidate.is_file():
             raise ModelError(f"{where}: file not found next to the model")
+
+
+# Weights (element types whose external bytes are the array as numpy lays it out, little-endian)
+# of at least MAPPED_BYTES are mapped from their file instead of read into the protobuf. Smaller
+# tensors (shapes, axes, scales) are read: the checker's shape inference needs their values.
+MAPPABLE = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64, onnx.TensorProto.INT8: np.int8,
+            onnx.TensorProto.UINT8: np.uint8}
+MAPPED_BYTES = 4096
+
+
+def map_external_initializers(model: onnx.ModelProto, model_dir: Path) -> dict[str, np.ndarray]:
+    """The initializers stored in external files (checked by check_external_data), mapped
+    copy-on-write from those files rather than read into the protobuf and then copied into
+    numpy: a model's weights are then held once, and only the pages read. Each mapped tensor
+    is marked as holding no external data, so load_external_data leaves it alone."""
+    mapped = {}
+    for tensor in model.graph.initializer:
+        if not uses_external_data(tensor) or tensor.data_type not in MAPPABLE:
+            continue
+        if np.prod(tensor.dims, dtype=np.int64) * np.dtype(MAPPABLE[tensor.data_type]).itemsize < MAPPED_BYTES:
+            continue
+        mapped[tensor.name] = mapped_array(tensor, model_dir)
+        del tensor.external_data[:]
+        tensor.data_location = onnx.TensorProto.DEFAULT
+    return mapped
+
+
+def mapped_array(tensor: onnx.TensorProto, model_dir: Path) -> np.ndarray:
+    info = ExternalDataInfo(tensor)
+    dtype = np.dtype(MAPPABLE[tensor.data_type]).newbyteorder("<")
+    shape = tuple(int(d) for d in tensor.dims)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    offset = int(info.offset or 0)
+    path = model_dir / info.location
+    if (info.length is not None and int(info.length) != nbytes) or offset + nbytes > path.stat().st_size:
+        # the message the array conversion gives for raw data of the wrong size
+        raise ModelError(f"initializer '{tensor.name}': its data does not match its type and dims {list(shape)} "
+                         f"(ValueError)")
+    if nbytes == 0:
+        return np.zeros(shape, dtype=dtype.newbyteorder("="))
+    return np.memmap(path, dtype=dtype, mode="c", offset=offset, shape=shape).view(np.ndarray)
 
 
 def load_external_data(model: onnx.ModelProto, model_dir: Path) -> None:

@@ -29,9 +29,10 @@ def fused_range(node: Node) -> tuple[float, float]:
 
 
 def apply_fused_float(node: Node, y: np.ndarray) -> np.ndarray:
+    """y clipped to the fused activation's range, in place: y is the layer's own new result."""
     lo, hi = fused_range(node)
     if np.isfinite(lo) or np.isfinite(hi):
-        y = np.clip(y, lo, hi).astype(y.dtype)
+        np.clip(y, lo, hi, out=y)
     return y
 
 
@@ -45,6 +46,15 @@ def fused_int_range(node: Node, scale: float, zero_point: int, lo: int = INT8_MI
     if np.isfinite(hi_f):
         hi = min(hi, max(bottom, zero_point + int(np.round(hi_f / scale))))
     return lo, hi
+
+
+def stacked_samples(x: np.ndarray, shape: tuple[int, ...]) -> int:
+    """How many samples x holds stacked on axis 0 when the graph's shape is one sample's
+    (leading axis 1; the batched reference, reference/batched.py), else 0."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if shape and shape[0] == 1 and x.ndim and x.shape[0] > 1 and x.size == x.shape[0] * size:
+        return int(x.shape[0])
+    return 0
 
 
 def is_wide(node: Node) -> bool:

@@ -59,14 +59,78 @@ def patches(x: np.ndarray, k_hw, strides, dil, pads, out_hw, pad_value) -> np.nd
     return np.lib.stride_tricks.as_strided(xp, shape, view_strides, writeable=False)
 
 
+# Bytes of im2col columns built at a time: bounds the copy of the patches whatever the batch.
+IM2COL_BLOCK_BYTES = 1 << 23
+
+
 def conv_nchw(x: np.ndarray, w: np.ndarray, geo: dict, group: int, pad_value=0) -> np.ndarray:
-    """Grouped convolution of NCHW x with OIHW w (no bias), in x's dtype (int64 is exact)."""
-    p = patches(x, w.shape[2:], geo["strides"], geo["dilations"], geo["pads"], geo["out"], pad_value)
+    """Grouped convolution of NCHW x with OIHW w (no bias), NCHW: float64 for float x, x's
+    dtype for integer x.
+
+    Computed channels-last (the layout of the graph's activations, so NCHW here is a view):
+    im2col and a BLAS matmul over the whole batch in float64. Integer x stays exact: every
+    partial sum is an integer below 2^53 (checked), which float64 holds exactly in any order;
+    past that bound the sums are taken in int64."""
+    exact = x.dtype.kind in "iu"
+    compute = np.float64 if not exact or sums_fit_float64(x, w) else np.int64
+    p = patches_nhwc(x.transpose(0, 2, 3, 1), w.shape[2:], geo, pad_value)
+    if w.shape[1] == 1 and group > 1:
+        y = depthwise_sums(p, w, compute)
+    else:
+        y = grouped_matmul_sums(p, w, group, compute)
+    return (y if x.dtype.kind == "f" else y.astype(x.dtype, copy=False)).transpose(0, 3, 1, 2)
+
+
+def patches_nhwc(x: np.ndarray, k_hw, geo: dict, pad_value) -> np.ndarray:
+    """(N, OH, OW, KH, KW, C) view of an NHWC tensor padded with pad_value."""
+    pads, strides, dil, out_hw = geo["pads"], geo["strides"], geo["dilations"], geo["out"]
+    if any(pads):
+        x = np.pad(x, ((0, 0), (pads[0], pads[2]), (pads[1], pads[3]), (0, 0)), constant_values=pad_value)
+    s = x.strides
+    shape = (x.shape[0], out_hw[0], out_hw[1], k_hw[0], k_hw[1], x.shape[3])
+    view_strides = (s[0], s[1] * strides[0], s[2] * strides[1], s[1] * dil[0], s[2] * dil[1], s[3])
+    return np.lib.stride_tricks.as_strided(x, shape, view_strides, writeable=False)
+
+
+def sums_fit_float64(x: np.ndarray, w: np.ndarray) -> bool:
+    """Whether every partial sum of products of x and w is an integer float64 holds exactly."""
+    terms = int(np.prod(w.shape[1:]))
+    x_max = int(np.abs(x).max(initial=0))
+    w_max = int(np.abs(w).max(initial=0))
+    return terms * x_max * w_max < 2**53
+
+
+def depthwise_sums(p: np.ndarray, w: np.ndarray, compute) -> np.ndarray:
+    """One input channel per group (depthwise, with a channel multiplier): a multiply-add per
+    kernel tap over the whole tensor, (N, OH, OW, OC)."""
+    n, oh, ow, kh, kw, c = p.shape
+    multiplier = w.shape[0] // c
+    y = np.zeros((n, oh, ow, w.shape[0]), dtype=compute)
+    wc = w.astype(compute)
+    for k in range(kh):
+        for l in range(kw):
+            taps = p[:, :, :, k, l]
+            if multiplier > 1:
+                taps = np.repeat(taps, multiplier, axis=3)
+            y += taps * wc[:, 0, k, l]
+    return y
+
+
+def grouped_matmul_sums(p: np.ndarray, w: np.ndarray, group: int, compute) -> np.ndarray:
+    """im2col per group and a matmul, a block of output rows at a time, (N, OH, OW, OC)."""
+    n, oh, ow, kh, kw, c = p.shape
     oc, icg = w.shape[0], w.shape[1]
-    ocg = oc // group
-    outs = [np.einsum("nckluv,ockl->nouv", p[:, g * icg:(g + 1) * icg], w[g * ocg:(g + 1) * ocg].astype(x.dtype))
-            for g in range(group)]
-    return np.concatenate(outs, axis=1)
+    ocg, depth = oc // group, icg * kh * kw
+    y = np.empty((n, oh, ow, oc), dtype=compute)
+    rows = max(1, IM2COL_BLOCK_BYTES // (n * ow * depth * 8))
+    for gi in range(group):
+        # columns ordered (kh, kw, c) as the patches are: the weights follow
+        weights = w[gi * ocg:(gi + 1) * ocg].transpose(0, 2, 3, 1).reshape(ocg, depth).astype(compute).T
+        for top in range(0, oh, rows):
+            cols = np.ascontiguousarray(p[:, top:top + rows, :, :, :, gi * icg:(gi + 1) * icg], dtype=compute)
+            block = cols.reshape(-1, depth) @ weights
+            y[:, top:top + rows, :, gi * ocg:(gi + 1) * ocg] = block.reshape(n, -1, ow, ocg)
+    return y
 
 
 def to_nchw(x: np.ndarray, channels_last: bool) -> np.ndarray:
@@ -122,7 +186,7 @@ class Conv(OpDef):
         return g.const(node.inputs[1])
 
     def sums(self, x: np.ndarray, w: np.ndarray, geo: dict, group: int) -> np.ndarray:
-        """The layer's products summed (no bias), NCHW, in x's dtype."""
+        """The layer's products summed (no bias), NCHW: float64 for float x, else x's dtype."""
         return conv_nchw(x, w, geo, group)
 
     def macs(self, node, g):
@@ -132,9 +196,9 @@ class Conv(OpDef):
     def run_float(self, node, g, xs):
         last = node.channels_last
         w = self.weight_oihw(node, g).astype(np.float64)
-        y = self.sums(to_nchw(xs[0], last).astype(np.float64), w, self.geometry(node, g), self.attr(node, "group"))
+        y = self.sums(to_nchw(xs[0], last), w, self.geometry(node, g), self.attr(node, "group"))
         if optional_input(node, 2):
-            y = y + g.const(node.inputs[2]).reshape(1, -1, 1, 1)
+            y += g.const(node.inputs[2]).reshape(1, -1, 1, 1)  # y is the sums' own float64 array
         return [apply_fused_float(node, from_nchw(y, last).astype(np.float32))]
 
     def quantize(self, node, g):
@@ -174,13 +238,17 @@ class Conv(OpDef):
 
 def symmetric_per_channel(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """int8 weights in [-127, 127] and float scales, one per slice along `axis`."""
-    moved = np.moveaxis(w.astype(np.float64), axis, 0)
-    amax = np.abs(moved.reshape(moved.shape[0], -1)).max(axis=1)
+    w = w if w.dtype.kind == "f" else w.astype(np.float64)
+    rows = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
+    # max |w| without a float64 copy of the weights: the float64 of the extremes is the same
+    amax = np.maximum(rows.max(axis=1), -rows.min(axis=1)).astype(np.float64)
     scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
     shape = [1] * w.ndim
     shape[axis] = -1
-    q = np.clip(np.round(w / scale.astype(np.float64).reshape(shape)), -127, 127).astype(np.int8)
-    return q, scale
+    q = w / scale.astype(np.float64).reshape(shape)  # float64, the one temporary: rounded and clipped in place
+    np.round(q, out=q)
+    np.clip(q, -127, 127, out=q)
+    return q.astype(np.int8), scale
 
 
 def quantize_weighted(node: Node, g: Graph, axis: int, weight: np.ndarray | None = None) -> None:

@@ -86,7 +86,7 @@ class ConvTranspose(Conv):
                                                                                            kh, kw)
 
     def sums(self, x, w, geo, group):
-        return conv_transpose_nchw(x, w, geo, group)
+        return conv_transpose_nchw(x.astype(np.float64) if x.dtype.kind == "f" else x, w, geo, group)
 
     def geometry(self, node: Node, g: Graph) -> dict:
         _, _, h, w = spatial_dims(g.tensors[node.inputs[0]].shape, node.channels_last)

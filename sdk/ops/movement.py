@@ -22,7 +22,7 @@ import numpy as np
 
 from ..codegen.kernel_api import call
 from ..ir import Graph, Node
-from .common import Buf, Weight, const_input, optional_input, require
+from .common import Buf, Weight, const_input, optional_input, require, stacked_samples
 from .registry import OpDef, register
 
 MAX_RANK = 4
@@ -39,6 +39,18 @@ def apply_tables(x: np.ndarray, tables: list[np.ndarray], out_shape: tuple[int, 
     for k, t in enumerate(tables):
         index = index + np.asarray(t, np.int64).reshape([-1 if j == k else 1 for j in range(len(tables))])
     return x.reshape(-1)[index].reshape(out_shape)  # fancy indexing copies: C order
+
+
+def keeps_sample_axis(tables: list[np.ndarray], out_shape: tuple[int, ...]) -> bool:
+    """Tables of a one-sample input whose output is that sample's alone (axis 0: index 0)."""
+    return bool(tables) and out_shape[0] == 1 and len(tables[0]) == 1 and int(tables[0][0]) == 0
+
+
+def apply_tables_per_sample(x: np.ndarray, tables: list[np.ndarray], out_shape: tuple[int, ...],
+                            samples: int) -> np.ndarray:
+    """apply_tables on each of the samples stacked on x's axis 0 (the batched reference)."""
+    one = apply_tables(np.arange(x.size // samples), tables, out_shape).reshape(-1)  # offsets in a sample
+    return x.reshape(samples, -1)[:, one].reshape((samples,) + tuple(out_shape[1:]))
 
 
 def kernel_tables(tables: list[np.ndarray]) -> list[np.ndarray]:
@@ -84,7 +96,10 @@ class Remap(OpDef):
         return self.infer(node, g)
 
     def run_float(self, node, g, xs):
-        return [apply_tables(xs[0], tabs, shape) for tabs, shape in zip(self.tables(node, g), self.out_shapes(node, g))]
+        samples = stacked_samples(xs[0], g.tensors[node.inputs[0]].shape)
+        return [apply_tables_per_sample(xs[0], tabs, shape, samples) if samples and keeps_sample_axis(tabs, shape)
+                else apply_tables(xs[0], tabs, shape)
+                for tabs, shape in zip(self.tables(node, g), self.out_shapes(node, g))]
 
     run_int = run_float
 

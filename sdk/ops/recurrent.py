@@ -239,6 +239,9 @@ class Recurrent(OpDef):
                 args[key] = Weight(key, np.ascontiguousarray(state, dtype=np.float32), "float")
         return args | self.extra_float_args(node)
 
+    def mixes_samples(self, node: Node, g: Graph) -> bool:
+        return True  # axis 0 is time (layout 0): one sample's steps feed the next
+
     def state_inputs(self) -> tuple[tuple[int, str], ...]:
         return ((5, "h0"), (6, "c0"))[:self.outputs - 1]
 

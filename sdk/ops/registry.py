@@ -51,6 +51,19 @@ class OpDef:
     def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         raise NotImplementedError
 
+    def mixes_samples(self, node: Node, g: Graph) -> bool:
+        """Whether the layer reads across axis 0, so samples stacked there would change each
+        other's results (the batched reference, reference/batched.py, then runs one at a
+        time). Conservative: an `axis`/`axes` attribute that names axis 0, or a `perm` that
+        moves it; ops whose axis 0 is not the sample axis (recurrent: time) say so."""
+        rank = len(g.tensors[node.inputs[0]].shape) if node.inputs and node.inputs[0] in g.tensors else 1
+        axes = node.attrs.get("axes", [])
+        axes = list(axes) + ([node.attrs["axis"]] if "axis" in node.attrs else [])
+        if any(int(a) % max(rank, 1) == 0 for a in axes):
+            return True
+        perm = node.attrs.get("perm")
+        return perm is not None and int(perm[0]) != 0
+
     def macs(self, node: Node, g: Graph) -> int:
         """Multiply-accumulates per inference (0 for ops that do none), for reports."""
         return 0

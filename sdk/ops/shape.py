@@ -11,7 +11,7 @@ import numpy as np
 from ..ir import Graph, Node
 from ..quant.requant import clamp_int8, quantize_float, quantize_multiplier, requant
 from ..codegen.kernel_api import call
-from .common import Weight, io_args, qparams_of, require
+from .common import Weight, io_args, qparams_of, require, stacked_samples
 from .movement import remap_call, strides_of
 from .registry import OpDef, register
 
@@ -27,6 +27,13 @@ def axes_of(node: Node, g: Graph) -> list[int] | None:
     return node.attrs.get("axes")
 
 
+def reshape_samples(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """x as `shape`; for a shape with a leading axis of 1 (one sample), x may hold several
+    samples stacked on axis 0 (the batched reference), and each keeps its own row."""
+    samples = stacked_samples(x, shape)
+    return x.reshape((samples,) + tuple(shape[1:])) if samples else x.reshape(shape)
+
+
 class Alias(OpDef):
     """Output is the input's bytes with another shape: no code, shared memory."""
 
@@ -34,10 +41,10 @@ class Alias(OpDef):
     output_qparams = "same"
 
     def run_float(self, node, g, xs):
-        return [xs[0].reshape(g.tensors[node.outputs[0]].shape)]
+        return [reshape_samples(xs[0], g.tensors[node.outputs[0]].shape)]
 
     def run_int(self, node, g, xs):
-        return [xs[0].reshape(g.tensors[node.outputs[0]].shape)]
+        return [reshape_samples(xs[0], g.tensors[node.outputs[0]].shape)]
 
     def lower(self, node, g, precision):
         return call("copy", **io_args(node), nbytes=g.tensors[node.inputs[0]].nbytes)

@@ -12,11 +12,13 @@ import numpy as np
 
 from ..errors import UsageError
 from ..ir import Graph
+from ..reference.batched import NotBatchable, batch_size, batchable, batches, run_float_batched, stack
 from ..reference.interpreter import run_float_checked
 
 METHODS = ("minmax", "percentile", "mse")
 PERCENTILE = 99.99
 SAMPLES_PER_TENSOR = 1 << 18  # values kept per tensor for the percentile method
+KEPT_PER_SAMPLE = 4096  # values of one sample's tensor kept for percentile and mse (drawn at random)
 
 
 class RangeObserver:
@@ -31,19 +33,40 @@ class RangeObserver:
         self.counts: dict[str, int] = {}
         self.rng = np.random.default_rng(0)
 
-    def observe(self, name: str, value: np.ndarray) -> None:
+    def observe(self, name: str, value: np.ndarray, picks: list[np.ndarray | None] | None = None) -> None:
+        """One sample's value; or, with `picks` (draw_picks: one entry per sample), samples
+        stacked on axis 0, observed exactly as one at a time in that order would be."""
         value = np.asarray(value, dtype=np.float32)
-        if value.ndim:
-            rows = value.reshape(-1, value.shape[-1]).astype(np.float64)
-            self.sums[name] = self.sums.get(name, 0.0) + rows.sum(axis=0)
-            self.counts[name] = self.counts.get(name, 0) + rows.shape[0]
-        flat = value.reshape(-1)
-        self.low[name] = min(self.low.get(name, np.inf), float(flat.min()))
-        self.high[name] = max(self.high.get(name, -np.inf), float(flat.max()))
+        stacked = picks is not None
+        per_sample = value if stacked else value[None]
+        if value.ndim > int(stacked):
+            rows = per_sample.reshape(per_sample.shape[0], -1, value.shape[-1])
+            for sums in rows.sum(axis=1, dtype=np.float64):  # per sample, then in sample order: the same sums
+                self.sums[name] = self.sums.get(name, 0.0) + sums
+            self.counts[name] = self.counts.get(name, 0) + rows.shape[0] * rows.shape[1]
+        self.low[name] = min(self.low.get(name, np.inf), float(value.min()))
+        self.high[name] = max(self.high.get(name, -np.inf), float(value.max()))
         if self.method in ("percentile", "mse"):
-            if flat.size > 4096:
-                flat = self.rng.choice(flat, 4096, replace=False)
-            self.kept.setdefault(name, []).append(flat)
+            for i, sample in enumerate(per_sample):
+                flat = sample.reshape(-1)
+                pick = picks[i] if stacked else self.pick(flat.size)
+                self.kept.setdefault(name, []).append(flat if pick is None else flat[pick])
+
+    def pick(self, size: int) -> np.ndarray | None:
+        """Which values of a tensor of `size` to keep (None: all)."""
+        return self.rng.choice(size, KEPT_PER_SAMPLE, replace=False) if size > KEPT_PER_SAMPLE else None
+
+    def draw_picks(self, tensors: list[tuple[str, int]], samples: int) -> dict[str, list[np.ndarray | None]]:
+        """The picks of `samples` stacked samples, drawn in the order that observing them one
+        sample at a time (each sample: `tensors` in order) would draw them."""
+        picks: dict[str, list[np.ndarray | None]] = {name: [] for name, _ in tensors}
+        if self.method in ("percentile", "mse"):
+            for _ in range(samples):
+                for name, size in tensors:
+                    picks[name].append(self.pick(size))
+        else:
+            picks = {name: [None] * samples for name, _ in tensors}
+        return picks
 
     def channel_mean(self, name: str) -> np.ndarray | None:
         return self.sums[name] / self.counts[name] if name in self.sums else None
@@ -74,15 +97,58 @@ def mse_range(values: np.ndarray, low: float, high: float) -> tuple[float, float
     return best
 
 
-def calibrate(g: Graph, samples: Iterable[dict[str, np.ndarray]], count: int, method: str = "minmax",
+def calibrate(g: Graph, samples: list[dict[str, np.ndarray]], count: int, method: str = "minmax",
               progress: bool = False) -> RangeObserver:
+    """Observe every activation over the samples: batches of samples at once through the
+    batched reference where the graph allows it (the same ranges), else one at a time."""
+    samples = list(samples)
+    if batchable(g) and samples:
+        try:
+            return calibrate_batched(g, samples, method, progress)
+        except NotBatchable:
+            pass
+    return calibrate_per_sample(g, samples, count, method, progress)
+
+
+def observed(g: Graph, name: str) -> bool:
+    return name in g.tensors and not g.tensors[name].is_const
+
+
+def calibrate_batched(g: Graph, samples: list[dict[str, np.ndarray]], method: str, progress: bool) -> RangeObserver:
+    observer = RangeObserver(method)
+    order = [n for n in samples[0]] + [o for node in g.nodes for o in node.outputs]
+    tensors = [(n, g.tensors[n].size) for n in order if observed(g, n)]
+    done = 0
+    for batch in batches(samples, batch_size(g, len(samples))):
+        picks = observer.draw_picks(tensors, len(batch))
+
+        def visit(name: str, value: np.ndarray) -> None:
+            if observed(g, name):
+                observer.observe(name, value, picks[name])
+        run_float_batched(g, stack(batch), visit)
+        done += len(batch)
+        show_progress(progress, done, len(samples))
+    end_progress(progress)
+    return observer
+
+
+def calibrate_per_sample(g: Graph, samples: Iterable[dict[str, np.ndarray]], count: int, method: str,
+                         progress: bool) -> RangeObserver:
     observer = RangeObserver(method)
     for i, feeds in enumerate(samples):
         for name, value in run_float_checked(g, feeds).items():
-            if name in g.tensors and not g.tensors[name].is_const:
+            if observed(g, name):
                 observer.observe(name, value)
-        if progress:
-            print(f"\rcalibrating {i + 1}/{count}", end="", file=sys.stderr, flush=True)
+        show_progress(progress, i + 1, count)
+    end_progress(progress)
+    return observer
+
+
+def show_progress(progress: bool, done: int, count: int) -> None:
+    if progress:
+        print(f"\rcalibrating {done}/{count}", end="", file=sys.stderr, flush=True)
+
+
+def end_progress(progress: bool) -> None:
     if progress:
         print(file=sys.stderr)
-    return observer

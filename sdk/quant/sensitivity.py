@@ -14,7 +14,8 @@ import numpy as np
 
 from ..ir import Graph
 from ..ops import get_op
-from ..reference import run_float, run_quantized_model
+from ..reference import run_quantized_model
+from ..reference.batched import run_float_samples
 from .calibrate import RangeObserver
 from .int16 import candidates as int16_candidates
 from .quantize import quantize_graph
@@ -29,15 +30,16 @@ def candidates(g: Graph, mode: str) -> list[str]:
     return [n.name for n in g.nodes if not get_op(n.op).alias and get_op(n.op).output_qparams == "calibrated"]
 
 
-def score(g_float: Graph, observer: RangeObserver, samples: list[dict], keep: set[str], mode: str) -> float:
+def score(g_float: Graph, observer: RangeObserver, samples: list[dict], keep: set[str], mode: str,
+          wanted: list[dict]) -> float:
+    """Mean cosine of the quantized model's outputs with the float model's (`wanted`, per sample)."""
     g = copy.deepcopy(g_float)
     if mode == "int16":
         quantize_graph(g, observer, int16=keep)
     else:
         quantize_graph(g, observer, keep_float=keep)
     cosines = []
-    for feeds in samples:
-        want = run_float(g_float, feeds)
+    for feeds, want in zip(samples, wanted):
         got = run_quantized_model(g, feeds)[1]
         for name in g_float.outputs:
             a, b = got[name].ravel().astype(np.float64), want[name].ravel().astype(np.float64)
@@ -50,16 +52,17 @@ def choose_layers(g_float: Graph, observer: RangeObserver, samples: list[dict], 
     """(layers kept in higher precision, score reached, int8-only score); mode is
     "float" (per-layer float fallback) or "int16" (16x8 layers)."""
     samples = samples[:EVAL_SAMPLES]
-    base = score(g_float, observer, samples, set(), mode)
+    wanted = run_float_samples(g_float, samples)  # the float model's outputs: once, not per score
+    base = score(g_float, observer, samples, set(), mode, wanted)
     if base >= target:
         return [], base, base
-    gains = sorted(((score(g_float, observer, samples, {name}, mode), name) for name in candidates(g_float, mode)),
-                   reverse=True)
+    gains = sorted(((score(g_float, observer, samples, {name}, mode, wanted), name)
+                    for name in candidates(g_float, mode)), reverse=True)
     kept: list[str] = []
     reached = base
     for _, name in gains:
         kept.append(name)
-        reached = score(g_float, observer, samples, set(kept), mode)
+        reached = score(g_float, observer, samples, set(kept), mode, wanted)
         if reached >= target:
             break
     return kept, reached, base

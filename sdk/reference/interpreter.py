@@ -30,17 +30,20 @@ def run_float(g: Graph, feeds: dict[str, np.ndarray], keep_all: bool = False) ->
 def run_float_checked(g: Graph, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Every float value (keep_all), refusing the model, with the layer's name, when a layer's
     weights take its value out of float32's range on finite inputs."""
-    def step(node, xs):
-        # Overflow inside an op may be harmless (exp(-x) of a large x in Sigmoid gives 0), so
-        # numpy's flags are not the test: the layer's result is, right below.
-        with np.errstate(over="ignore", invalid="ignore"):
-            values = get_op(node.op).run_float(node, g, xs)
-        for name, value in zip(node.outputs, values):
-            if out_of_range(node, g, np.asarray(value)):
-                raise ModelError(f"layer '{node.name}' ({node.op}): its output '{name}' is not finite (NaN or Inf) "
-                                 f"on the calibration data: its weights take it out of float32's range")
-        return values
-    return _run(g, feeds, step, True)
+    return _run(g, feeds, lambda node, xs: float_step_checked(node, g, xs), True)
+
+
+def float_step_checked(node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
+    """One layer of run_float_checked."""
+    # Overflow inside an op may be harmless (exp(-x) of a large x in Sigmoid gives 0), so
+    # numpy's flags are not the test: the layer's result is, right below.
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = get_op(node.op).run_float(node, g, xs)
+    for name, value in zip(node.outputs, values):
+        if out_of_range(node, g, np.asarray(value)):
+            raise ModelError(f"layer '{node.name}' ({node.op}): its output '{name}' is not finite (NaN or Inf) "
+                             f"on the calibration data: its weights take it out of float32's range")
+    return values
 
 
 def out_of_range(node, g: Graph, value: np.ndarray) -> bool:
