@@ -61,14 +61,13 @@ def run_host(model: Path, work: Path, precision: str) -> tuple[np.ndarray, dict]
 
 def run_qemu(model: Path, work: Path, precision: str, board: str) -> tuple[np.ndarray, dict]:
     """`cuvil-sdk build`, then the samples through the board's harness under QEMU, without the
-    timed repeats and with a deadline for a full-size model (`run` allows 5 s per sample)."""
+    timed repeats (the runner's deadline grows with the model's multiply-adds)."""
     from cuvil_sdk.boards import get_board
     from cuvil_sdk.runners import linux_qemu
     out = work / f"build_{precision}"
     report = cli("build", "--board", board, "--profile", "standard", "--model", str(model), "-o", str(out),
                  *precision_options(precision, work))
     manifest = json.loads((out / "manifest.json").read_text())
-    linux_qemu.SECONDS_PER_SAMPLE = 1800.0
     x = np.load(work / "x.npy")
     name = manifest["inputs"][0]["name"]
     result = linux_qemu.run_on_qemu_user(get_board(board), {**manifest, "artifacts": report["artifacts"]},

@@ -25,7 +25,17 @@ from .progress import Progress
 from .protocol import decode_outputs, encode_inputs, output_dtype, per_input_arrays, split_outputs
 
 SECONDS_PER_SAMPLE = 5.0
+# The slowest guest we run (a CUDA build's GPU path on the CPU-emulated libcuda, portable fp32
+# under TCG) does well over this many multiply-adds a second: a big model (ResNet-50, 4.1 G MACs)
+# gets a deadline that fits, a small one keeps SECONDS_PER_SAMPLE.
+SLOWEST_MACS_PER_S = 20e6
 POLL_S = 0.25
+
+
+def deadline_s(info: dict, samples: int, repeats: int) -> float:
+    """How long a run of `samples` inferences (and `repeats` timed ones) may take before it is a hang."""
+    inference_s = sum(layer.get("macs") or 0 for layer in info.get("layers", [])) / SLOWEST_MACS_PER_S
+    return 30.0 + (SECONDS_PER_SAMPLE + inference_s) * samples + inference_s * repeats
 
 
 def harness_path(info: dict) -> Path:
@@ -138,7 +148,7 @@ def run_on_qemu_user(board: Board, info: dict, samples: list[dict[str, np.ndarra
     data = encode_inputs(per_input_arrays(info, samples))
     dtype = output_dtype(info)
     sizes = [t["size"] for t in info["outputs"]]
-    timeout = 30.0 + SECONDS_PER_SAMPLE * len(samples)
+    timeout = deadline_s(info, len(samples), TIMING_REPEATS if timing else 0)
     source = insn_count.plugin_source(board)
     with tempfile.TemporaryDirectory(prefix="cuvil-qemu-user-") as tmp:
         work = Path(tmp)
