@@ -164,6 +164,7 @@ def gcc_command(projects: list[Path], lib: Path) -> list[str]:
     for p in projects:
         s = json.loads((p / "build.json").read_text())
         cmd += [f"-D{k}={v}" for k, v in s.get("defines", {}).items()]
+        cmd += [f"-Wa,-I{p / 'src'}"]  # <name>_weights.c .incbin's the blob src/<name>.weights
         cmd += [str(p / src) for src in s["sources"] if not src.endswith("harness.c")]
     return cmd + ["-lm"]
 
