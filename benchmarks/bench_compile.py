@@ -7,11 +7,12 @@ and whether the boards' int8 outputs agree.
 Each build runs in a fresh process (so its peak memory is its own) that times the stages of
 `cuvil-sdk build`: frontend and passes, calibration (the numpy float reference), the rest of
 quantization, arena planning, lowering (kernel selection, weight packing), rendering (the C
-text, weights included), the C build (SCons and the compiler), and reports the peak RSS of
+text and the weight blob), the C build (SCons and the compiler), and reports the peak RSS of
 the Python process before the C build and at the end (not of the compiler: a child process's
 peak RSS starts from its parent's at the fork).
-Sizes: the library, the weight arrays in it (the `<name>_w*`/`<name>_k*` symbols of the
-weights source) against the int8 parameter bytes (one byte per float parameter of the model).
+Sizes: the library, and the weight blob in it (every constant array of the kernels: weights,
+biases, requantization tables) against the int8 parameter bytes (one byte per float parameter
+of the model).
 
 Then, on ResNet-50 and MobileNetV2 (or --compare), the same samples run on host (ctypes), on
 rpi5 under qemu-aarch64 (timed) and on jetson under qemu-aarch64 with the CPU-emulated libcuda
@@ -109,19 +110,10 @@ def parameter_count(model: Path) -> int:
     return sum(int(np.prod(t.dims)) for t in proto.graph.initializer if t.data_type == onnx.TensorProto.FLOAT)
 
 
-def weight_bytes(so: str, name: str) -> int:
-    """Bytes of the weight arrays in the library: the data symbols defined by <name>_weights.c."""
-    objects = list(Path(so).parent.rglob(f"{name}_weights.o*"))  # .o or .os (shared)
-    nm = "nm" if "x86-64" in subprocess.run(["file", so], capture_output=True, text=True).stdout else \
-        "aarch64-linux-gnu-nm"
-    total = 0
-    for obj in objects:
-        out = subprocess.run([nm, "-S", "--defined-only", str(obj)], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            parts = line.split()
-            if len(parts) == 4 and parts[2].lower() in ("r", "d", "b"):
-                total += int(parts[1], 16)
-    return total
+def weight_bytes(so: str) -> int:
+    """Bytes of the weight blob the library carries (or maps): the build manifest's account."""
+    manifest = json.loads((Path(so).parent.parent / "manifest.json").read_text())
+    return int(manifest["weights"]["bytes"])
 
 
 def run_build(model: Path, board: str, calib: Path, work: Path) -> dict:
@@ -131,7 +123,7 @@ def run_build(model: Path, board: str, calib: Path, work: Path) -> dict:
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    result["weights_bytes"] = weight_bytes(result["so"], result["name"])
+    result["weights_bytes"] = weight_bytes(result["so"])
     return result
 
 
