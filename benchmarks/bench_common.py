@@ -133,17 +133,22 @@ class Ours:
         return (y if isinstance(y, np.ndarray) else next(iter(y.values()))).reshape(-1)
 
 
-def timed(runs: dict[str, Callable], iterations: int, warmup: int) -> dict[str, list[float]]:
-    """Alternating calls (one of each per round), so that machine noise hits every configuration alike."""
+def timed(runs: dict[str, Callable], iterations: int, warmup: int, alternate: bool = True) -> dict[str, list[float]]:
+    """Alternating calls (one of each per round), so that machine noise hits every configuration
+    alike; or (alternate=False, for several threads) each configuration's calls in one block:
+    ONNX Runtime's intra-op threads spin for a while after a run and would take the cores from
+    the next configuration's threads."""
     times: dict[str, list[float]] = {k: [] for k in runs}
-    for _ in range(warmup):
-        for fn in runs.values():
-            fn()
-    for _ in range(iterations):
-        for label, fn in runs.items():
-            t0 = time.perf_counter()
-            fn()
-            times[label].append(time.perf_counter() - t0)
+    rounds = [runs] if alternate else [{k: fn} for k, fn in runs.items()]
+    for block in rounds:
+        for _ in range(warmup):
+            for fn in block.values():
+                fn()
+        for _ in range(iterations):
+            for label, fn in block.items():
+                t0 = time.perf_counter()
+                fn()
+                times[label].append(time.perf_counter() - t0)
     return times
 
 

@@ -48,7 +48,7 @@ def measure(path: Path, name: str, calib: np.ndarray, x: np.ndarray, work: Path,
     ours = Ours(library, x)
     runs = {"ours": ours, **ort_runs(ort_models(path, name, calib, work), input_name, x, threads)}
     cos = cosine(ours.output(), runs["ort-f32"]()[0])
-    times = timed(runs, args.iterations, args.warmup)
+    times = timed(runs, args.iterations, args.warmup, alternate=threads == 1)
     ours.model.close()
     return {"med": {k: median_us(v) / 1e3 for k, v in times.items()},
             "low": {k: min(v) * 1e3 for k, v in times.items()}, "cos": cos, "isa": ours.isa}
