@@ -40,6 +40,9 @@ ELF_MACHINES = {0x3E: "x86_64", 0xB7: "aarch64", 0x28: "arm"}
 # library needs and the CPU lacks.
 MISSING_FEATURES = {1: "AVX", 2: "AVX2", 4: "FMA", 8: "OS support for AVX state (XSAVE/ymm)"}
 FLOAT32 = np.dtype(np.float32)
+# The fast path's remembered arrays (Model._fast) before the first call and after close():
+# (input array, its pointer, its shape, n, output shape) and (out= array, its pointer, its shape).
+NO_INPUT, NO_OUTPUT = (None,) * 5, (None,) * 3
 
 
 def elf_machine(path: Path) -> str:
@@ -76,8 +79,8 @@ class Model:
         self._single = len(self._in_shapes) == 1 and len(self._out_shapes) == 1
         if self._single:
             self._in_shape, self._out_shape = self._in_shapes[0], self._out_shapes[0]
-        self._x_cache: tuple = (None,) * 5  # the fast path's last input and out= arrays (see _fast)
-        self._y_cache: tuple = (None,) * 3
+        self._x_cache: tuple = NO_INPUT  # the fast path's last input and out= arrays (see _fast)
+        self._y_cache: tuple = NO_OUTPUT
 
     def _instruction_set(self, path: Path) -> str | None:
         """The kernel variant an x86-64 `host` library chose from CPUID ("avx512vnni", "avxvnni",
@@ -329,7 +332,7 @@ class Model:
             handle = self._lib._handle
             self._lib = None
             self._run_fn = self._run_int8 = closed  # a later call says so instead of jumping into unmapped code
-            self._x_cache, self._y_cache = (None,) * 5, (None,) * 3  # the caller's arrays are theirs again
+            self._x_cache, self._y_cache = NO_INPUT, NO_OUTPUT  # the caller's arrays are theirs again
             ctypes.CDLL(None).dlclose.argtypes = [ctypes.c_void_p]
             ctypes.CDLL(None).dlclose(ctypes.c_void_p(handle))
 
