@@ -5,6 +5,9 @@ dispatcher that picks one at the first call (sdk/templates/common/x86_dispatch.j
   worst-case accumulator passes int32) run bit-exact against the numpy integer reference on
   every variant this CPU has; a variant it lacks is skipped with the reason in the test
   output (pyproject's -rs), e.g. "avx512vnni: this CPU lacks it".
+- The avx512vnni variant also runs on Bochs's emulated Tiger Lake CPU (x86_bochs.py: the
+  library's generated C linked into a bare-metal image, its dispatcher asking CPUID/XGETBV
+  there): the grid bit-exact against the reference, ResNet-8 identical to this CPU's run.
 - The avxvnni variant also runs here with vpdpbusd emulated by AVX2
   (fixtures/vnni_emulate/cuvil_vnni_emulate.h), on any AVX2 CPU.
 - objdump: the variants' functions hold vpdpbusd (VEX on ymm; EVEX, on zmm for conv and fc),
@@ -13,7 +16,7 @@ dispatcher that picks one at the first call (sdk/templates/common/x86_dispatch.j
   -cpu max` (identical output) and `-cpu Westmere` (refused: non-zero exit, no crash);
   runtime.load on a CPU without AVX2 (QEMU's SandyBridge) raises one line naming what it
   lacks; model.isa and CUVIL_ISA.
-A missing gcc, objdump or qemu-x86_64 fails these tests, never skips them.
+A missing gcc, objdump, qemu-x86_64 or Bochs fails these tests, never skips them.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ import pytest
 
 import kernel_cases as kc
 import simd_cases as sc
+import x86_bochs
 from cuvil_sdk import runtime
 from cuvil_sdk.boards import get_board
 from cuvil_sdk.commands import do_build
@@ -245,3 +249,35 @@ def test_dlopen_cuvil_isa_forces_avx2(resnet8):
     env = {"CUVIL_ISA": "avx2", "PATH": "/usr/bin:/bin"}
     run = dlopen_run(resnet8, [], env)
     assert run.returncode == 0 and run.stderr.decode().strip() == "isa avx2"
+
+
+def assert_outputs_equal(got: list[dict], want: list[dict], names: list[str], what: str) -> None:
+    for name in names:
+        for i, (a, b) in enumerate(zip(got, want)):
+            assert np.array_equal(a[name].reshape(-1), b[name].reshape(-1)), \
+                f"{what} {name}, sample {i}: {kc.mismatch(a[name].reshape(-1), b[name].reshape(-1))}"
+
+
+def test_avx512vnni_on_bochs_is_bit_exact_on_the_grid(grid, tmp_path):
+    """Bochs's Tiger Lake (AVX-512 F/BW/VL + VNNI): the dispatcher picks avx512vnni and every grid
+    case (wide-accumulator layers included) matches the numpy integer reference bit for bit."""
+    image = x86_bochs.build_image(Path(grid["info"]["out_dir"]), grid["samples"], tmp_path)
+    run = x86_bochs.run(image, tmp_path)
+    assert run["isa"] == "avx512vnni" and not run["refused"], run
+    names = [y for cid in GRID_IDS for y in grid["net"].outputs[cid]]
+    assert_outputs_equal(run["outputs"], grid["want"], names, "avx512vnni on Bochs")
+
+
+def test_resnet8_on_bochs_avx512_matches_this_cpu(resnet8, tmp_path):
+    """The same build on an AVX-512 VNNI CPU (Bochs) and on this one (its best variant, through
+    runtime.load): identical int8 outputs."""
+    rng = np.random.default_rng(5)
+    with runtime.load(resnet8["lib"]) as model:
+        name = model.input_names[0]
+        samples = [{name: resnet8["x"]}, {name: rng.integers(-128, 128, resnet8["x"].shape, dtype=np.int8)}]
+        here = [model.run_int8(s) for s in samples]
+        outputs = model.output_names
+    image = x86_bochs.build_image(Path(resnet8["info"]["out_dir"]), samples, tmp_path)
+    run = x86_bochs.run(image, tmp_path)
+    assert run["isa"] == "avx512vnni" and not run["refused"], run
+    assert_outputs_equal(run["outputs"], here, outputs, f"ResNet-8 on Bochs vs {best_variant()} here")

@@ -6,12 +6,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # g++ and g++-aarch64-linux-gnu: board_tests/test_dropin_c.py compiles the generated C as C++ too
-# (arm-none-eabi-g++ comes with gcc-arm-none-eabi).
+# (arm-none-eabi-g++ comes with gcc-arm-none-eabi). bochs (its terminal display satisfies the
+# package's display dependency without wxWidgets), its BIOSes, isolinux and genisoimage:
+# board_tests/x86_bochs.py runs the host library's AVX-512 VNNI kernels on Bochs's Tiger Lake CPU.
 APT_PACKAGES=(
   python3 python3-venv python3-pip gcc g++ libc6-dev file
   gcc-arm-none-eabi binutils-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
   gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
   stm32flash chromium
+  bochs bochs-term bochsbios vgabios isolinux syslinux-common genisoimage
 )
 
 missing=()

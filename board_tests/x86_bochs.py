@@ -1,0 +1,137 @@
+"""A `host` library's generated C run on Bochs, an x86-64 emulator with AVX-512 VNNI.
+
+No CPU here has AVX-512 and QEMU's TCG does not emulate it, so the avx512vnni variant would
+run nowhere in CI. Bochs (Debian's build has the EVEX decoder) emulates a Tiger Lake CPU with
+AVX-512F/BW/VL and AVX512_VNNI. A Linux kernel does not boot to user space on Bochs 2.7 (its
+Tiger Lake model enumerates a PKRU xstate of size 0, and past that the boot hangs), so the
+library's sources are linked, unchanged and compiled with the board's own flags, into a
+bare-metal image instead: fixtures/x86_bochs/boot.S enters long mode and enables the AVX-512
+state in XCR0 as an OS would, bare_main.c runs `<name>_run_int8` on the samples and prints the
+outputs on Bochs's debug port 0xE9. The dispatcher asks CPUID and XGETBV itself, as in the .so.
+
+The image boots from an ISO (isolinux + mboot.c32, multiboot). Tools: gcc, objcopy,
+genisoimage, bochs (packages bochs, bochsbios, vgabios, isolinux, syslinux-common,
+genisoimage: scripts/setup.sh installs them). A missing one fails the caller, never skips.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cuvil_sdk import runtime
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "x86_bochs"
+ISOLINUX_BIN = Path("/usr/lib/ISOLINUX/isolinux.bin")
+SYSLINUX_MODULES = Path("/usr/lib/syslinux/modules/bios")
+BOCHS_SHARE = Path("/usr/share/bochs")
+CPU_MODEL = "tigerlake"  # AVX-512 F/CD/BW/DQ/VL + AVX512_VNNI; no AVX-VNNI (VEX), as Ice/Tiger Lake
+BOCHS_IPS = 100_000_000  # emulated instructions per emulated second (only paces the BIOS timers)
+
+
+def tool(name: str) -> str:
+    path = shutil.which(name)
+    assert path, f"{name} is not installed (the Bochs AVX-512 check needs it: scripts/setup.sh installs it)"
+    return path
+
+
+def tool_file(path: Path) -> Path:
+    assert path.exists(), f"{path} is missing (the Bochs AVX-512 check needs it: scripts/setup.sh installs it)"
+    return path
+
+
+def io_header(name: str, in_sizes: list[int], out_sizes: list[int], samples: int, isa_cap: str | None) -> str:
+    lines = [f"#define CUVIL_MODEL {name}", f"#define CUVIL_SAMPLES {samples}",
+             f"#define CUVIL_IN_SIZES {', '.join(map(str, in_sizes))}",
+             f"#define CUVIL_OUT_SIZES {', '.join(map(str, out_sizes))}", f"#define CUVIL_OUT_BYTES {sum(out_sizes)}"]
+    if isa_cap:
+        lines.append(f'#define CUVIL_BARE_ISA "{isa_cap}"')
+    return "\n".join(lines) + "\n"
+
+
+def tensor_layout(lib: Path) -> tuple[str, list[str], list[int], list[str], list[int]]:
+    """The model's name and its inputs' and outputs' names and byte sizes, in C API order."""
+    with runtime.load(lib) as model:
+        sizes = [[int(np.prod(s)) for s in shapes] for shapes in (model.input_shapes, model.output_shapes)]
+        return model.name, model.input_names, sizes[0], model.output_names, sizes[1]
+
+
+def compile_flags(build: dict) -> list[str]:
+    """build.json's flags for the library, less -fPIC (a static image at a fixed address)."""
+    defines = [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in build.get("defines", {}).items()]
+    return [f for f in build["toolchain"]["cflags"] + build.get("cflags", []) if f != "-fPIC"] + defines
+
+
+def build_image(out_dir: Path, samples: list[dict[str, np.ndarray]], folder: Path, isa_cap: str | None = None) -> dict:
+    """A bootable ISO running the generated C of the `host` build in `out_dir` (its build.json:
+    sources, flags) on `samples` (int8 codes by input name)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    build = json.loads((out_dir / "build.json").read_text())
+    name, in_names, in_sizes, out_names, out_sizes = tensor_layout(out_dir / "build" / f"lib{build['name']}.so")
+    (folder / "bare_io.h").write_text(io_header(name, in_sizes, out_sizes, len(samples), isa_cap))
+    (folder / "inputs.bin").write_bytes(b"".join(s[n].astype(np.int8).tobytes() for s in samples for n in in_names))
+    elf = folder / "image.elf"
+    subprocess.run([tool("gcc"), *compile_flags(build), "-fno-pic", "-no-pie", "-static", "-nostdlib",
+                    "-fno-tree-loop-distribute-patterns", "-mno-red-zone", "-Wl,--build-id=none", f"-Wa,-I{out_dir / 'src'}",
+                    f"-Wa,-I{folder}", f"-I{folder}", f"-I{out_dir / 'src'}", "-T", str(FIXTURE / "image.ld"),
+                    "-o", str(elf), str(FIXTURE / "boot.S"), str(FIXTURE / "bare_main.c"),
+                    *[str(out_dir / s) for s in build["sources"]], "-lgcc"], check=True)
+    iso_root = folder / "iso"
+    boot = iso_root / "isolinux"
+    boot.mkdir(parents=True, exist_ok=True)
+    subprocess.run([tool("objcopy"), "-O", "binary", str(elf), str(iso_root / "image.bin")], check=True)
+    shutil.copy(tool_file(ISOLINUX_BIN), boot)
+    for module in ("ldlinux.c32", "libcom32.c32", "libutil.c32", "mboot.c32"):
+        shutil.copy(tool_file(SYSLINUX_MODULES / module), boot)
+    (boot / "isolinux.cfg").write_text("DEFAULT bare\nPROMPT 0\nTIMEOUT 0\nLABEL bare\n  KERNEL mboot.c32\n"
+                                       "  APPEND /image.bin\n")
+    iso = folder / "boot.iso"
+    subprocess.run([tool("genisoimage"), "-quiet", "-o", str(iso), "-b", "isolinux/isolinux.bin", "-c",
+                    "isolinux/boot.cat", "-no-emul-boot", "-boot-load-size", "4", "-boot-info-table", "-R",
+                    str(iso_root)], check=True)
+    return {"iso": iso, "output_names": out_names, "output_sizes": out_sizes, "samples": len(samples)}
+
+
+def bochsrc(iso: Path, log: Path) -> str:
+    return "\n".join([
+        "megs: 64", f"cpu: model={CPU_MODEL}, count=1, ips={BOCHS_IPS}",
+        f"romimage: file={tool_file(BOCHS_SHARE / 'BIOS-bochs-latest')}",
+        f"vgaromimage: file={tool_file(BOCHS_SHARE / 'VGABIOS-lgpl-latest')}",
+        f"ata0-master: type=cdrom, path={iso}, status=inserted", "boot: cdrom",
+        "port_e9_hack: enabled=1",  # bare_main.c's output, on Bochs's console
+        # Debian's bochs has no 'nogui'; the VNC display waits for no viewer with timeout=0
+        'display_library: rfb, options="timeout=0"', f"log: {log}",
+        "panic: action=fatal", "error: action=report", "info: action=ignore", "clock: sync=none", ""])
+
+
+def run(image: dict, folder: Path, timeout_s: float = 600.0) -> dict:
+    """Boot the image on Bochs (it ends at the image's write to the shutdown port); the isa line
+    and the int8 outputs per sample, by output name."""
+    rc_file, debugger = folder / "bochsrc", folder / "continue.rc"
+    rc_file.write_text(bochsrc(image["iso"], folder / "bochs.log"))
+    debugger.write_text("c\n")  # Debian's bochs has the debugger built in: start by continuing
+    start = time.monotonic()
+    try:
+        proc = subprocess.run([tool("bochs-bin"), "-q", "-f", str(rc_file), "-rc", str(debugger)],
+                              stdin=subprocess.DEVNULL, capture_output=True, cwd=folder, timeout=timeout_s)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"Bochs did not finish in {timeout_s:.0f} s: {(e.stdout or b'')[-400:]!r}") from None
+    return parse(proc.stdout.decode(errors="replace"), image) | {"seconds": time.monotonic() - start}
+
+
+def parse(text: str, image: dict) -> dict:
+    lines = [line[line.index("CUVIL "):].split(" ", 2)[1:] for line in text.splitlines() if "CUVIL " in line]
+    assert ["done"] in lines, f"Bochs run did not finish: {text[-400:]}"
+    isa = next(rest[0] for key, *rest in lines if key == "isa")
+    refused = [rest[0] for key, *rest in lines if key == "rc"]
+    outputs: list[dict[str, np.ndarray]] = [{} for _ in range(image["samples"])]
+    for key, *rest in lines:
+        if key == "out":
+            sample, index, data = rest[0].split(" ")
+            raw = np.frombuffer(bytes.fromhex(data), dtype=np.int8)
+            outputs[int(sample)][image["output_names"][int(index)]] = raw
+    return {"isa": isa, "refused": refused, "outputs": outputs}
