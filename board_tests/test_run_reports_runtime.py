@@ -106,7 +106,7 @@ def test_runtime_batch_is_one_c_call_and_out_writes_in_place(work, host_build):
 
 def test_runtime_reuses_the_pointers_of_refilled_arrays(host_build):
     """The fast path keeps the pointers of the last input and out= arrays: refilled in place,
-    they run on their new contents; an array reshaped in place, or the same out= array for
+    they run on their new contents; model(x) returns a distinct array each call; an array reshaped in place, or the same out= array for
     another batch size, is checked again; a closed model says so instead of crashing."""
     from cuvil_sdk import runtime
     from cuvil_sdk.errors import ModelError, UsageError
@@ -116,6 +116,10 @@ def test_runtime_reuses_the_pointers_of_refilled_arrays(host_build):
         for i in range(len(X)):
             x[...] = X[i:i + 1]
             assert model(x, out=y) is y and np.array_equal(y, want[i:i + 1])
+        # model(x)'s new arrays come from slabs: each handed out once, kept ones never overwritten
+        kept = [model(X[i % 5][None]) for i in range(3 * runtime.SLAB_ARRAYS)]
+        assert all(np.array_equal(k, want[i % 5][None]) for i, k in enumerate(kept))
+        assert len({k.ctypes.data for k in kept}) == len(kept)
         with pytest.raises(UsageError, match="out= for 'logits' must be"):
             model(np.array(X), out=y)  # five samples into a one-sample array
         x.shape = (1, 64)

@@ -26,7 +26,7 @@ import ctypes
 import json
 import platform
 import threading
-from ctypes import byref, c_char
+from ctypes import byref, c_char, c_void_p
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +43,12 @@ FLOAT32 = np.dtype(np.float32)
 # The fast path's remembered arrays (Model._fast) before the first call and after close():
 # (input array, its pointer, its shape, n, output shape) and (out= array, its pointer, its shape).
 NO_INPUT, NO_OUTPUT = (None,) * 5, (None,) * 3
+# model(x) hands out new output arrays cut from one allocation of this many (with their pointers
+# made in one go), where an output is at most SLAB_MAX_BYTES: a new array and its pointer per call
+# cost more than the C call of a small model. Each array is handed out once; an array the caller
+# keeps keeps its slab (at most SLAB_ARRAYS * SLAB_MAX_BYTES) alive.
+SLAB_ARRAYS, SLAB_MAX_BYTES = 64, 4096
+NO_SLAB = (None, iter(()))
 
 
 def elf_machine(path: Path) -> str:
@@ -81,6 +87,7 @@ class Model:
             self._in_shape, self._out_shape = self._in_shapes[0], self._out_shapes[0]
         self._x_cache: tuple = NO_INPUT  # the fast path's last input and out= arrays (see _fast)
         self._y_cache: tuple = NO_OUTPUT
+        self._slab: tuple = NO_SLAB  # (output shape, iterator of unused (array, pointer)) for model(x)
 
     def _instruction_set(self, path: Path) -> str | None:
         """The kernel variant an x86-64 `host` library chose from CPUID ("avx512vnni", "avxvnni",
@@ -248,8 +255,7 @@ class Model:
         yshape = xc[4]
         yc = self._y_cache  # (array, its pointer, the output shape it was checked against)
         if out is None:
-            y = np.empty(yshape, dtype=np.float32)
-            y_ptr = byref(c_char.from_buffer(y))
+            y, y_ptr = self._new_output(yshape)
         elif out is yc[0] and yc[2] is yshape:
             y, y_ptr = out, yc[1]
         else:
@@ -258,6 +264,21 @@ class Model:
         if self._run_fn(arena, xc[3], xc[1], y_ptr) != 0:
             raise ModelError("the model returned an error")
         return y
+
+    def _new_output(self, yshape: tuple[int, ...]):
+        """A new float32 output array and its pointer (next() on a list iterator is atomic, so
+        two calling threads never get the same one)."""
+        slab = self._slab
+        if slab[0] == yshape:
+            fresh = next(slab[1], None)
+            if fresh is not None:
+                return fresh
+        n = SLAB_ARRAYS if 4 * int(np.prod(yshape)) <= SLAB_MAX_BYTES else 1
+        block = np.empty((n, *yshape), dtype=np.float32)
+        base, step = block.ctypes.data, block.strides[0]
+        arrays = iter([(block[i], c_void_p(base + i * step)) for i in range(n)])
+        self._slab = (yshape, arrays)
+        return next(arrays)
 
     def _input_entry(self, x) -> tuple | None:
         """Check an input array once and remember its pointer (None: not the fast kind)."""
@@ -332,7 +353,8 @@ class Model:
             handle = self._lib._handle
             self._lib = None
             self._run_fn = self._run_int8 = closed  # a later call says so instead of jumping into unmapped code
-            self._x_cache, self._y_cache = NO_INPUT, NO_OUTPUT  # the caller's arrays are theirs again
+            # the caller's arrays are theirs again
+            self._x_cache, self._y_cache, self._slab = NO_INPUT, NO_OUTPUT, NO_SLAB
             ctypes.CDLL(None).dlclose.argtypes = [ctypes.c_void_p]
             ctypes.CDLL(None).dlclose(ctypes.c_void_p(handle))
 
