@@ -31,6 +31,7 @@ from .simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, shared_rules
 
 X16_MAX = PANEL_MAX_BYTES // 2  # fc: the most inputs converted to int16 on the stack
 SET = "avx2"
+DW_BAND = 4  # depthwise: output rows per panel band the channel tile is sized for
 
 
 def conv_s8(c: KernelCall, node, g, options) -> Answer:
@@ -97,7 +98,9 @@ def depthwise_s8(a: dict, w, bias, mult, shift, mode: int, options) -> Answer:
     packed = wt.reshape(ocp // 8, 8, kh, kwp, 2).transpose(0, 2, 3, 1, 4)
     cols = (a["ow"] - 1) * a["sw"] + (kw - 1) * a["dw"] + 1
     span = (kh - 1) * a["dh"] + 1
-    ct = channel_tile(oc, span, cols * 4)
+    # the tile narrow enough for a band of DW_BAND output rows where the width allows: a band of
+    # one row rebuilt the kh panel rows of every output row (three times the panel work at 3x3)
+    ct = channel_tile(oc, span + (min(DW_BAND, a["oh"]) - 1) * a["sh"], cols * 4)
     band = panel_band(a["oh"], a["sh"], span, cols * ct * 4)
     if band == 0:
         return Declined(PANEL_TOO_WIDE)
