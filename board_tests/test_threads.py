@@ -9,6 +9,9 @@ groups, every output is computed the same way).
     lowered for the test), equal the --threads 1 builds and the reference, on host (avx2)
     and on rpi5 (neon, under qemu-aarch64), and a threaded library is itself safe to call
     from several Python threads;
+  - a --threads 2 library closed (its pool's worker joined), loaded again, loaded twice, or
+    used in a fork()ed child keeps giving the same outputs (the pool itself:
+    test_threads_pool.py);
   - --threads 1 (the default) generates no thread code at all; --threads > 1 is refused for
     the lite profile and for firmware boards.
 """
@@ -134,6 +137,22 @@ def test_host_threads2_equals_threads1_and_reference(tmp_path_factory, net, prec
     for t, outs in enumerate(concurrent_outputs(infos[2]["artifacts"]["so"], inputs)):
         for out in outs:
             assert all(np.array_equal(out[y], sequential[t][y]) for y in g.outputs), t
+
+
+def test_threads2_library_closed_reloaded_and_forked(digits, tmp_path):
+    """fixtures/threads_pool/reload_fork.py in a process of its own: close joins the pool's
+    worker (the thread count drops back), a reloaded or second handle works, a forked child
+    runs on a new worker; every output equals the --threads 1 build's."""
+    xs = np.load(EXAMPLES / "digits_data.npz")["x"][:3]
+    with runtime.load(digits[1]["artifacts"]["so"]) as one:
+        want = np.stack([next(iter(one.run(x[None]).values())) for x in xs])
+    np.save(tmp_path / "x.npy", xs)
+    np.save(tmp_path / "want.npy", want)
+    r = subprocess.run([sys.executable, str(Path(__file__).parent / "fixtures" / "threads_pool" / "reload_fork.py"),
+                        digits[2]["artifacts"]["so"], tmp_path / "x.npy", tmp_path / "want.npy"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
+    assert "reload, two handles, fork: ok" in r.stdout
 
 
 def test_rpi5_threads2_bit_exact_under_qemu(tmp_path_factory, net):
