@@ -13,7 +13,7 @@ groups, every output is computed the same way).
     used in a fork()ed child keeps giving the same outputs (the pool itself:
     test_threads_pool.py);
   - --threads 1 (the default) generates no thread code at all; --threads > 1 is refused for
-    the lite profile and for firmware boards.
+    the lite profile and for firmware boards, and above MAX_THREADS.
 """
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ from cuvil_sdk import runtime
 from cuvil_sdk.boards import get_board
 from cuvil_sdk.codegen import simd_layout
 from cuvil_sdk.commands import do_build, run_samples
-from cuvil_sdk.compiler import CompileRequest
+from cuvil_sdk.compiler import MAX_THREADS, CompileRequest, check_threads
+from cuvil_sdk.errors import UsageError
 from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_quantized_model
 
@@ -184,6 +185,13 @@ def test_threads_option_refused(tmp_path, board, profile, threads):
     assert r.returncode == 2, r.stderr
     assert "--threads" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_threads_above_the_limit_refused():
+    req = CompileRequest(model=EXAMPLES / "digits_cnn.onnx", board=get_board("host"), profile=get_profile(PROFILE),
+                         threads=MAX_THREADS + 1)
+    with pytest.raises(UsageError, match=rf"^--threads must be from 1 to {MAX_THREADS} \(got {MAX_THREADS + 1}\)$"):
+        check_threads(req)
 
 
 def test_threads_option_reaches_the_generated_code(tmp_path):
