@@ -7,8 +7,8 @@
  * runs part 0 itself, then claims what no worker has claimed yet, then waits for the parts the
  * workers took. Parts are claimed with a compare-and-swap on that word, so a part runs once,
  * only within its own job, and a worker that wakes late (or was never started) leaves its part
- * to the caller. Waiting threads poll for CUVIL_POOL_SPIN_US, then sleep on a condition
- * variable (an idle library costs no CPU).
+ * to the caller. Waiting threads poll for CUVIL_POOL_SPIN_US (yielding the core after the
+ * first few microseconds), then sleep on a condition variable (an idle library costs no CPU).
  *
  * One caller at a time owns the pool; a concurrent caller (another thread running the model
  * with its own arena) or a nested call (a part that calls cuvil_parallel) runs its parts
@@ -90,6 +90,21 @@ static inline void cuvil_pool_relax(void)
 #endif
 }
 
+/* One poll of a wait that began at tick t0 (*polls: the polls so far): the first twentieth of
+ * CUVIL_POOL_SPIN_US pauses, the rest gives the core away (sched_yield) so that a thread that
+ * shares it (on a busy machine, maybe the one waited for) runs. 0 when the time is up: sleep. */
+static inline int cuvil_pool_keep_polling(uint64_t t0, uint64_t *polls)
+{
+    const uint64_t elapsed = cuvil_pool_ticks(++*polls) - t0, span = cuvil_pool_spin_ticks();
+    if (elapsed >= span) return 0;
+    if (elapsed < span / 20) {
+        cuvil_pool_relax();
+    } else {
+        sched_yield();
+    }
+    return 1;
+}
+
 static inline uint32_t cuvil_pool_number(void)
 {
     return (uint32_t)(__atomic_load_n(&cuvil_pool_job, __ATOMIC_SEQ_CST) >> 32);
@@ -134,15 +149,17 @@ static inline void cuvil_pool_work(uint32_t number)
 /* A worker: polls for a job number other than `seen`, then sleeps; returns the new number. */
 static inline uint32_t cuvil_pool_next(uint32_t seen)
 {
-    for (uint64_t i = 0, t0 = cuvil_pool_ticks(0), span = cuvil_pool_spin_ticks(); cuvil_pool_ticks(++i) - t0 < span;) {
-        if (cuvil_pool_number() != seen || __atomic_load_n(&cuvil_pool_stopping, __ATOMIC_ACQUIRE)) {
-            return cuvil_pool_number();
-        }
-        cuvil_pool_relax();
+    uint64_t polls = 0;
+    const uint64_t t0 = cuvil_pool_ticks(0);
+    while (cuvil_pool_number() == seen && !__atomic_load_n(&cuvil_pool_stopping, __ATOMIC_ACQUIRE)) {
+        if (!cuvil_pool_keep_polling(t0, &polls)) break;
     }
+    if (cuvil_pool_number() != seen) return cuvil_pool_number();
     pthread_mutex_lock(&cuvil_pool_lock);
     __atomic_add_fetch(&cuvil_pool_sleepers, 1, __ATOMIC_SEQ_CST);
-    while (cuvil_pool_number() == seen && !cuvil_pool_stopping) pthread_cond_wait(&cuvil_pool_wake, &cuvil_pool_lock);
+    while (cuvil_pool_number() == seen && !__atomic_load_n(&cuvil_pool_stopping, __ATOMIC_ACQUIRE)) {
+        pthread_cond_wait(&cuvil_pool_wake, &cuvil_pool_lock);
+    }
     __atomic_sub_fetch(&cuvil_pool_sleepers, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&cuvil_pool_lock);
     return cuvil_pool_number();
@@ -204,9 +221,9 @@ static inline void cuvil_pool_run(cuvil_part_fn fn, const void *args, int parts)
     fn(args, 0, parts);
     cuvil_pool_part_done(parts);
     cuvil_pool_work(number);
-    for (uint64_t i = 0, t0 = cuvil_pool_ticks(0), span = cuvil_pool_spin_ticks();
-         __atomic_load_n(&cuvil_pool_done, __ATOMIC_ACQUIRE) != parts && cuvil_pool_ticks(++i) - t0 < span;) {
-        cuvil_pool_relax();
+    uint64_t polls = 0;
+    const uint64_t t0 = cuvil_pool_ticks(0);
+    while (__atomic_load_n(&cuvil_pool_done, __ATOMIC_ACQUIRE) != parts && cuvil_pool_keep_polling(t0, &polls)) {
     }
     if (__atomic_load_n(&cuvil_pool_done, __ATOMIC_ACQUIRE) != parts) {
         pthread_mutex_lock(&cuvil_pool_lock);
