@@ -205,6 +205,25 @@ static inline void cuvil_pool_start(void)
     cuvil_pool_started = 1;
 }
 
+/* The owner, its own parts done: polls, then sleeps, until the workers' parts are done too
+ * (the acquire of the count makes their outputs visible). */
+static inline void cuvil_pool_wait_done(int parts)
+{
+    uint64_t polls = 0;
+    const uint64_t t0 = cuvil_pool_ticks(0);
+    while (__atomic_load_n(&cuvil_pool_done, __ATOMIC_ACQUIRE) != parts) {
+        if (!cuvil_pool_keep_polling(t0, &polls)) break;
+    }
+    if (__atomic_load_n(&cuvil_pool_done, __ATOMIC_ACQUIRE) == parts) return;
+    pthread_mutex_lock(&cuvil_pool_lock);
+    __atomic_store_n(&cuvil_pool_owner_asleep, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&cuvil_pool_done, __ATOMIC_SEQ_CST) != parts) {
+        pthread_cond_wait(&cuvil_pool_finished, &cuvil_pool_lock);
+    }
+    __atomic_store_n(&cuvil_pool_owner_asleep, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cuvil_pool_lock);
+}
+
 /* The owner: publish the job, wake sleeping workers, run part 0 and whatever is left, wait. */
 static inline void cuvil_pool_run(cuvil_part_fn fn, const void *args, int parts)
 {
@@ -221,19 +240,7 @@ static inline void cuvil_pool_run(cuvil_part_fn fn, const void *args, int parts)
     fn(args, 0, parts);
     cuvil_pool_part_done(parts);
     cuvil_pool_work(number);
-    uint64_t polls = 0;
-    const uint64_t t0 = cuvil_pool_ticks(0);
-    while (__atomic_load_n(&cuvil_pool_done, __ATOMIC_ACQUIRE) != parts && cuvil_pool_keep_polling(t0, &polls)) {
-    }
-    if (__atomic_load_n(&cuvil_pool_done, __ATOMIC_ACQUIRE) != parts) {
-        pthread_mutex_lock(&cuvil_pool_lock);
-        __atomic_store_n(&cuvil_pool_owner_asleep, 1, __ATOMIC_SEQ_CST);
-        while (__atomic_load_n(&cuvil_pool_done, __ATOMIC_SEQ_CST) != parts) {
-            pthread_cond_wait(&cuvil_pool_finished, &cuvil_pool_lock);
-        }
-        __atomic_store_n(&cuvil_pool_owner_asleep, 0, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&cuvil_pool_lock);
-    }
+    cuvil_pool_wait_done(parts);
 }
 
 /* fn(args, part, parts) for part = 0 .. parts-1 (at most CUVIL_THREADS), on the pool when it is
