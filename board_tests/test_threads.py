@@ -9,8 +9,11 @@ groups, every output is computed the same way).
     lowered for the test), equal the --threads 1 builds and the reference, on host (avx2)
     and on rpi5 (neon, under qemu-aarch64), and a threaded library is itself safe to call
     from several Python threads;
+  - a --threads 2 library closed (its pool's worker joined), loaded again, loaded twice, or
+    used in a fork()ed child keeps giving the same outputs (the pool itself:
+    test_threads_pool.py);
   - --threads 1 (the default) generates no thread code at all; --threads > 1 is refused for
-    the lite profile and for firmware boards.
+    the lite profile and for firmware boards, and above MAX_THREADS.
 """
 from __future__ import annotations
 
@@ -29,7 +32,8 @@ from cuvil_sdk import runtime
 from cuvil_sdk.boards import get_board
 from cuvil_sdk.codegen import simd_layout
 from cuvil_sdk.commands import do_build, run_samples
-from cuvil_sdk.compiler import CompileRequest
+from cuvil_sdk.compiler import MAX_THREADS, CompileRequest, check_threads
+from cuvil_sdk.errors import UsageError
 from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_quantized_model
 
@@ -136,6 +140,22 @@ def test_host_threads2_equals_threads1_and_reference(tmp_path_factory, net, prec
             assert all(np.array_equal(out[y], sequential[t][y]) for y in g.outputs), t
 
 
+def test_threads2_library_closed_reloaded_and_forked(digits, tmp_path):
+    """fixtures/threads_pool/reload_fork.py in a process of its own: close joins the pool's
+    worker (the thread count drops back), a reloaded or second handle works, a forked child
+    runs on a new worker; every output equals the --threads 1 build's."""
+    xs = np.load(EXAMPLES / "digits_data.npz")["x"][:3]
+    with runtime.load(digits[1]["artifacts"]["so"]) as one:
+        want = np.stack([next(iter(one.run(x[None]).values())) for x in xs])
+    np.save(tmp_path / "x.npy", xs)
+    np.save(tmp_path / "want.npy", want)
+    r = subprocess.run([sys.executable, str(Path(__file__).parent / "fixtures" / "threads_pool" / "reload_fork.py"),
+                        digits[2]["artifacts"]["so"], tmp_path / "x.npy", tmp_path / "want.npy"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
+    assert "reload, two handles, fork: ok" in r.stdout
+
+
 def test_rpi5_threads2_bit_exact_under_qemu(tmp_path_factory, net):
     folder = tmp_path_factory.mktemp("threads_rpi5")
     info = build(folder / "t2", "rpi5", net.path, net.calib, "int8", 2, net.name)
@@ -165,6 +185,13 @@ def test_threads_option_refused(tmp_path, board, profile, threads):
     assert r.returncode == 2, r.stderr
     assert "--threads" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_threads_above_the_limit_refused():
+    req = CompileRequest(model=EXAMPLES / "digits_cnn.onnx", board=get_board("host"), profile=get_profile(PROFILE),
+                         threads=MAX_THREADS + 1)
+    with pytest.raises(UsageError, match=rf"^--threads must be from 1 to {MAX_THREADS} \(got {MAX_THREADS + 1}\)$"):
+        check_threads(req)
 
 
 def test_threads_option_reaches_the_generated_code(tmp_path):

@@ -73,11 +73,17 @@ def choose_precision(req: CompileRequest) -> str:
     return precision
 
 
+# The pool's job word counts parts in 16 bits (templates/common/cuvil_pool.h); far fewer threads
+# than that already split a layer into parts too small to pay for themselves.
+MAX_THREADS = 1024
+
+
 def check_threads(req: CompileRequest) -> int:
-    """--threads N: N >= 1; above 1 only for the standard profile on a Linux (shared library) board."""
+    """--threads N: 1 <= N <= MAX_THREADS; above 1 only for the standard profile on a Linux (shared
+    library) board."""
     threads = int(req.threads)
-    if threads < 1:
-        raise UsageError(f"--threads must be at least 1 (got {threads})")
+    if not 1 <= threads <= MAX_THREADS:
+        raise UsageError(f"--threads must be from 1 to {MAX_THREADS} (got {threads})")
     if threads > 1 and (req.profile.name != "standard" or req.board.kind != "shared_library"):
         raise UsageError(f"--threads {threads} needs the standard profile on a Linux board "
                          f"(board '{req.board.name}' is {req.board.kind}, profile '{req.profile.name}')")

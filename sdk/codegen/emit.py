@@ -93,6 +93,8 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
                              ("common/weights.c.j2", f"{prefix}_weights.c")):
         (src / target).write_text(env.get_template(template).render(context))
     shutil.copy(TEMPLATES / "common" / "cuvil_common.h", src / "cuvil_common.h")
+    if options.threads > 1:  # cuvil_common.h includes it under CUVIL_THREADS
+        shutil.copy(TEMPLATES / "common" / "cuvil_pool.h", src / "cuvil_pool.h")
     for header in context["kernel_headers"]:
         kernel_set, file_name = header.split("/")
         (src / "kernels" / file_name).write_text(kernel_source(kernel_set, Path(file_name).stem))

@@ -15,9 +15,11 @@ from .kernel_api import Declined, Weight
 from .options import CodegenOptions
 
 INT32_LIMIT = 2**31 - 1
-# A layer is split over threads (--threads N > 1) only from this many multiply-adds: each
-# split layer starts and joins its threads (tens of microseconds), so small ones run faster
-# on one thread.
+# A layer is split over threads (--threads N > 1) only from this many multiply-adds. The value
+# dates from threads started and joined per layer (tens of microseconds); the pool
+# (templates/common/cuvil_pool.h) hands a part over in about a microsecond while its workers
+# poll, a futex wake when they sleep, so smaller layers may now gain too: to be lowered once
+# measured on a machine with idle cores (docs/internals.md, Threads).
 THREAD_MIN_MACS = 4 << 20
 
 
