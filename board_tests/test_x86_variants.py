@@ -5,9 +5,9 @@ dispatcher that picks one at the first call (sdk/templates/common/x86_dispatch.j
   worst-case accumulator passes int32) run bit-exact against the numpy integer reference on
   every variant this CPU has; a variant it lacks is skipped with the reason in the test
   output (pyproject's -rs), e.g. "avx512vnni: this CPU lacks it".
-- The avx512vnni variant also runs on Bochs's emulated Tiger Lake CPU (x86_bochs.py: the
-  library's generated C linked into a bare-metal image, its dispatcher asking CPUID/XGETBV
-  there): the grid bit-exact against the reference, ResNet-8 identical to this CPU's run.
+- The same .so runs on Bochs's emulated Tiger Lake CPU (x86_bochs.py: its segments loaded and
+  relocated into a bare-metal program, its dispatcher asking CPUID/XGETBV there) and picks
+  avx512vnni: the grid bit-exact against the reference, ResNet-8 identical to this CPU's run.
 - The avxvnni variant also runs here with vpdpbusd emulated by AVX2
   (fixtures/vnni_emulate/cuvil_vnni_emulate.h), on any AVX2 CPU.
 - objdump: the variants' functions hold vpdpbusd (VEX on ymm; EVEX, on zmm for conv and fc),
@@ -261,7 +261,7 @@ def assert_outputs_equal(got: list[dict], want: list[dict], names: list[str], wh
 def test_avx512vnni_on_bochs_is_bit_exact_on_the_grid(grid, tmp_path):
     """Bochs's Tiger Lake (AVX-512 F/BW/VL + VNNI): the dispatcher picks avx512vnni and every grid
     case (wide-accumulator layers included) matches the numpy integer reference bit for bit."""
-    image = x86_bochs.build_image(Path(grid["info"]["out_dir"]), grid["samples"], tmp_path)
+    image = x86_bochs.build_image(Path(grid["info"]["artifacts"]["so"]), grid["samples"], tmp_path)
     run = x86_bochs.run(image, tmp_path)
     assert run["isa"] == "avx512vnni" and not run["refused"], run
     names = [y for cid in GRID_IDS for y in grid["net"].outputs[cid]]
@@ -269,7 +269,7 @@ def test_avx512vnni_on_bochs_is_bit_exact_on_the_grid(grid, tmp_path):
 
 
 def test_resnet8_on_bochs_avx512_matches_this_cpu(resnet8, tmp_path):
-    """The same build on an AVX-512 VNNI CPU (Bochs) and on this one (its best variant, through
+    """The same .so on an AVX-512 VNNI CPU (Bochs) and on this one (its best variant, through
     runtime.load): identical int8 outputs."""
     rng = np.random.default_rng(5)
     with runtime.load(resnet8["lib"]) as model:
@@ -277,7 +277,7 @@ def test_resnet8_on_bochs_avx512_matches_this_cpu(resnet8, tmp_path):
         samples = [{name: resnet8["x"]}, {name: rng.integers(-128, 128, resnet8["x"].shape, dtype=np.int8)}]
         here = [model.run_int8(s) for s in samples]
         outputs = model.output_names
-    image = x86_bochs.build_image(Path(resnet8["info"]["out_dir"]), samples, tmp_path)
+    image = x86_bochs.build_image(resnet8["lib"], samples, tmp_path)
     run = x86_bochs.run(image, tmp_path)
     assert run["isa"] == "avx512vnni" and not run["refused"], run
     assert_outputs_equal(run["outputs"], here, outputs, f"ResNet-8 on Bochs vs {best_variant()} here")

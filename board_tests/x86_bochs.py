@@ -1,13 +1,15 @@
-"""A `host` library's generated C run on Bochs, an x86-64 emulator with AVX-512 VNNI.
+"""A `host` library (the .so itself) run on Bochs, an x86-64 emulator with AVX-512 VNNI.
 
 No CPU here has AVX-512 and QEMU's TCG does not emulate it, so the avx512vnni variant would
 run nowhere in CI. Bochs (Debian's build has the EVEX decoder) emulates a Tiger Lake CPU with
 AVX-512F/BW/VL and AVX512_VNNI. A Linux kernel does not boot to user space on Bochs 2.7 (its
 Tiger Lake model enumerates a PKRU xstate of size 0, and past that the boot hangs), so the
-library's sources are linked, unchanged and compiled with the board's own flags, into a
-bare-metal image instead: fixtures/x86_bochs/boot.S enters long mode and enables the AVX-512
-state in XCR0 as an OS would, bare_main.c runs `<name>_run_int8` on the samples and prints the
-outputs on Bochs's debug port 0xE9. The dispatcher asks CPUID and XGETBV itself, as in the .so.
+library runs in a bare-metal program instead: shared_object.py loads the .so's segments and
+applies its relocations as the dynamic loader would (its code bytes are the ones a Linux
+process would run), fixtures/x86_bochs/boot.S enters long mode and enables the AVX-512 state
+in XCR0 as an OS would, bare_main.c calls the library's `<name>_run_int8` on the samples and
+prints the outputs on Bochs's debug port 0xE9. The library's dispatcher asks CPUID and XGETBV
+there itself.
 
 The image boots from an ISO (isolinux + mboot.c32, multiboot). Tools: gcc, objcopy,
 genisoimage, bochs (packages bochs, bochsbios, vgabios, isolinux, syslinux-common,
@@ -15,7 +17,6 @@ genisoimage: scripts/setup.sh installs them). A missing one fails the caller, ne
 """
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import time
@@ -24,12 +25,14 @@ from pathlib import Path
 import numpy as np
 
 from cuvil_sdk import runtime
+from shared_object import SharedObject
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "x86_bochs"
 ISOLINUX_BIN = Path("/usr/lib/ISOLINUX/isolinux.bin")
 SYSLINUX_MODULES = Path("/usr/lib/syslinux/modules/bios")
 BOCHS_SHARE = Path("/usr/share/bochs")
 CPU_MODEL = "tigerlake"  # AVX-512 F/CD/BW/DQ/VL + AVX512_VNNI; no AVX-VNNI (VEX), as Ice/Tiger Lake
+PROVIDED = ("memcpy", "memmove", "memset", "memcmp", "strcmp", "getenv")  # what bare_main.c defines
 BOCHS_IPS = 100_000_000  # emulated instructions per emulated second (only paces the BIOS timers)
 
 
@@ -44,10 +47,11 @@ def tool_file(path: Path) -> Path:
     return path
 
 
-def io_header(name: str, in_sizes: list[int], out_sizes: list[int], samples: int, isa_cap: str | None) -> str:
-    lines = [f"#define CUVIL_MODEL {name}", f"#define CUVIL_SAMPLES {samples}",
-             f"#define CUVIL_IN_SIZES {', '.join(map(str, in_sizes))}",
-             f"#define CUVIL_OUT_SIZES {', '.join(map(str, out_sizes))}", f"#define CUVIL_OUT_BYTES {sum(out_sizes)}"]
+def io_header(in_sizes: list[int], out_sizes: list[int], samples: int, run_int8: int, isa: int,
+              isa_cap: str | None) -> str:
+    lines = [f"#define CUVIL_SAMPLES {samples}", f"#define CUVIL_IN_SIZES {', '.join(map(str, in_sizes))}",
+             f"#define CUVIL_OUT_SIZES {', '.join(map(str, out_sizes))}", f"#define CUVIL_OUT_BYTES {sum(out_sizes)}",
+             f"#define CUVIL_SO_RUN_INT8 {run_int8:#x}", f"#define CUVIL_SO_ISA {isa:#x}"]
     if isa_cap:
         lines.append(f'#define CUVIL_BARE_ISA "{isa_cap}"')
     return "\n".join(lines) + "\n"
@@ -60,26 +64,36 @@ def tensor_layout(lib: Path) -> tuple[str, list[str], list[int], list[str], list
         return model.name, model.input_names, sizes[0], model.output_names, sizes[1]
 
 
-def compile_flags(build: dict) -> list[str]:
-    """build.json's flags for the library, less -fPIC (a static image at a fixed address)."""
-    defines = [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in build.get("defines", {}).items()]
-    return [f for f in build["toolchain"]["cflags"] + build.get("cflags", []) if f != "-fPIC"] + defines
-
-
-def build_image(out_dir: Path, samples: list[dict[str, np.ndarray]], folder: Path, isa_cap: str | None = None) -> dict:
-    """A bootable ISO running the generated C of the `host` build in `out_dir` (its build.json:
-    sources, flags) on `samples` (int8 codes by input name)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    build = json.loads((out_dir / "build.json").read_text())
-    name, in_names, in_sizes, out_names, out_sizes = tensor_layout(out_dir / "build" / f"lib{build['name']}.so")
-    (folder / "bare_io.h").write_text(io_header(name, in_sizes, out_sizes, len(samples), isa_cap))
-    (folder / "inputs.bin").write_bytes(b"".join(s[n].astype(np.int8).tobytes() for s in samples for n in in_names))
+def link(folder: Path) -> dict[str, int]:
+    """The bare-metal program (boot.S, bare_main.c with folder's bare_io.h, inputs.bin and
+    so.bin) linked at 1 MiB; the addresses of its global symbols."""
     elf = folder / "image.elf"
-    subprocess.run([tool("gcc"), *compile_flags(build), "-fno-pic", "-no-pie", "-static", "-nostdlib",
-                    "-fno-tree-loop-distribute-patterns", "-mno-red-zone", "-Wl,--build-id=none", f"-Wa,-I{out_dir / 'src'}",
-                    f"-Wa,-I{folder}", f"-I{folder}", f"-I{out_dir / 'src'}", "-T", str(FIXTURE / "image.ld"),
-                    "-o", str(elf), str(FIXTURE / "boot.S"), str(FIXTURE / "bare_main.c"),
-                    *[str(out_dir / s) for s in build["sources"]], "-lgcc"], check=True)
+    subprocess.run([tool("gcc"), "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-ffreestanding", "-fno-pic",
+                    "-no-pie", "-static", "-nostdlib", "-fno-tree-loop-distribute-patterns", "-mno-red-zone",
+                    "-Wl,--build-id=none", f"-Wa,-I{folder}", f"-I{folder}", "-T", str(FIXTURE / "image.ld"), "-o",
+                    str(elf), str(FIXTURE / "boot.S"), str(FIXTURE / "bare_main.c"), "-lgcc"], check=True)
+    listing = subprocess.run([tool("nm"), "--defined-only", str(elf)], capture_output=True, text=True,
+                             check=True).stdout
+    return {parts[2]: int(parts[0], 16) for parts in (line.split() for line in listing.splitlines()) if len(parts) == 3}
+
+
+def build_image(lib: Path, samples: list[dict[str, np.ndarray]], folder: Path, isa_cap: str | None = None) -> dict:
+    """A bootable ISO running the `host` library `lib` (the .so's own bytes, relocated) on
+    `samples` (int8 codes by input name). Linked twice: the first link places the library's
+    image (zeros of its size) and the C functions it imports, the second carries it relocated
+    there (same sizes, so nothing moves: checked)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    name, in_names, in_sizes, out_names, out_sizes = tensor_layout(lib)
+    so = SharedObject(lib)
+    (folder / "bare_io.h").write_text(io_header(in_sizes, out_sizes, len(samples), so.symbol(f"{name}_run_int8"),
+                                                so.symbol(f"{name}_isa"), isa_cap))
+    (folder / "inputs.bin").write_bytes(b"".join(s[n].astype(np.int8).tobytes() for s in samples for n in in_names))
+    (folder / "so.bin").write_bytes(bytes(so.span))
+    placed = link(folder)
+    provided = {f: placed[f] for f in PROVIDED}
+    (folder / "so.bin").write_bytes(so.relocated(placed["cuvil_so_image"], provided))
+    assert link(folder) == placed, "the second link moved a symbol"
+    elf = folder / "image.elf"
     iso_root = folder / "iso"
     boot = iso_root / "isolinux"
     boot.mkdir(parents=True, exist_ok=True)
