@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench_common import print_machine
 from cuvil_sdk import runtime
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,10 +110,7 @@ def count_instructions(tmp: Path) -> None:
 
 
 def main() -> None:
-    flags = sorted({f for f in Path("/proc/cpuinfo").read_text().split() if f in
-                    ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni")})
-    print(f"CPU: {Path('/proc/cpuinfo').read_text().split('model name')[1].split(':')[1].splitlines()[0].strip()}; "
-          f"flags: {' '.join(flags)}")
+    print_machine()
     print(f"{'model':14} {'raw C us':>9} {'model(x)':>9} {'overhead':>9} {'out= us':>8} {'overhead':>9} "
           f"{'batch64 us':>11} {'64 calls us':>12}")
     with tempfile.TemporaryDirectory() as tmp:
