@@ -11,4 +11,6 @@ export PATH="$PWD/.venv/bin:$PATH"
 # file stays on one worker (--dist loadfile): its module fixtures build once.
 workers="${CUVIL_TEST_WORKERS:-auto}"
 # pytest exits 5 when it collects nothing: that is a failure here, and so is any other non-zero.
-exec .venv/bin/python -m pytest -q -ra -n "$workers" --dist loadfile "$@" tests board_tests
+# Test files or folders given as arguments are run alone; without any, pyproject's testpaths
+# (tests and board_tests) are.
+exec .venv/bin/python -m pytest -q -ra -n "$workers" --dist loadfile "$@"
