@@ -106,8 +106,9 @@ def test_runtime_batch_is_one_c_call_and_out_writes_in_place(work, host_build):
 
 def test_runtime_reuses_the_pointers_of_refilled_arrays(host_build):
     """The fast path keeps the pointers of the last input and out= arrays: refilled in place,
-    they run on their new contents; model(x) returns a distinct array each call; an array reshaped in place, or the same out= array for
-    another batch size, is checked again; a closed model says so instead of crashing."""
+    they run on their new contents; model(x) returns a distinct array each call; an array
+    reshaped in place, or the same out= array for another batch size, is checked again; a
+    closed model says so instead of crashing."""
     from cuvil_sdk import runtime
     from cuvil_sdk.errors import ModelError, UsageError
     with runtime.load(host_build["artifacts"]["so"]) as model:

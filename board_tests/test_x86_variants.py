@@ -111,11 +111,14 @@ def run_grid(grid: dict, lib: Path, isa: str, monkeypatch) -> tuple[str, list[di
         return model.isa, [model.run_int8(s) for s in grid["samples"]]
 
 
+def assert_outputs_equal(got: list[dict], want: list[dict], names: list[str], what: str) -> None:
+    for name in names:
+        for i, (a, b) in enumerate(zip(got, want)):
+            assert np.array_equal(a[name], b[name]), f"{what} {name}, sample {i}: {kc.mismatch(a[name], b[name])}"
+
+
 def assert_grid_matches(grid: dict, got: list[dict], what: str) -> None:
-    for cid in GRID_IDS:
-        for y in grid["net"].outputs[cid]:
-            for i, (a, b) in enumerate(zip(got, grid["want"])):
-                assert np.array_equal(a[y], b[y]), f"{what} {cid}, sample {i}: {kc.mismatch(a[y], b[y])}"
+    assert_outputs_equal(got, grid["want"], [y for cid in GRID_IDS for y in grid["net"].outputs[cid]], what)
 
 
 def test_grid_layers_run_the_x86_kernels(grid):
@@ -251,12 +254,6 @@ def test_dlopen_cuvil_isa_forces_avx2(resnet8):
     assert run.returncode == 0 and run.stderr.decode().strip() == "isa avx2"
 
 
-def assert_outputs_equal(got: list[dict], want: list[dict], names: list[str], what: str) -> None:
-    for name in names:
-        for i, (a, b) in enumerate(zip(got, want)):
-            assert np.array_equal(a[name].reshape(-1), b[name].reshape(-1)), \
-                f"{what} {name}, sample {i}: {kc.mismatch(a[name].reshape(-1), b[name].reshape(-1))}"
-
 
 def test_avx512vnni_on_bochs_is_bit_exact_on_the_grid(grid, tmp_path):
     """Bochs's Tiger Lake (AVX-512 F/BW/VL + VNNI): the dispatcher picks avx512vnni and every grid
@@ -264,8 +261,7 @@ def test_avx512vnni_on_bochs_is_bit_exact_on_the_grid(grid, tmp_path):
     image = x86_bochs.build_image(Path(grid["info"]["artifacts"]["so"]), grid["samples"], tmp_path)
     run = x86_bochs.run(image, tmp_path)
     assert run["isa"] == "avx512vnni" and not run["refused"], run
-    names = [y for cid in GRID_IDS for y in grid["net"].outputs[cid]]
-    assert_outputs_equal(run["outputs"], grid["want"], names, "avx512vnni on Bochs")
+    assert_grid_matches(grid, run["outputs"], "avx512vnni on Bochs")
 
 
 def test_resnet8_on_bochs_avx512_matches_this_cpu(resnet8, tmp_path):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
@@ -47,21 +46,17 @@ def tool_file(path: Path) -> Path:
     return path
 
 
-def io_header(in_sizes: list[int], out_sizes: list[int], samples: int, run_int8: int, isa: int,
-              isa_cap: str | None) -> str:
+def io_header(in_sizes: list[int], out_sizes: list[int], samples: int, run_int8: int, isa: int) -> str:
     lines = [f"#define CUVIL_SAMPLES {samples}", f"#define CUVIL_IN_SIZES {', '.join(map(str, in_sizes))}",
              f"#define CUVIL_OUT_SIZES {', '.join(map(str, out_sizes))}", f"#define CUVIL_OUT_BYTES {sum(out_sizes)}",
              f"#define CUVIL_SO_RUN_INT8 {run_int8:#x}", f"#define CUVIL_SO_ISA {isa:#x}"]
-    if isa_cap:
-        lines.append(f'#define CUVIL_BARE_ISA "{isa_cap}"')
     return "\n".join(lines) + "\n"
 
 
-def tensor_layout(lib: Path) -> tuple[str, list[str], list[int], list[str], list[int]]:
-    """The model's name and its inputs' and outputs' names and byte sizes, in C API order."""
+def tensor_layout(lib: Path) -> tuple[str, list[str], list[tuple[int, ...]], list[str], list[tuple[int, ...]]]:
+    """The model's name and its inputs' and outputs' names and shapes, in C API order."""
     with runtime.load(lib) as model:
-        sizes = [[int(np.prod(s)) for s in shapes] for shapes in (model.input_shapes, model.output_shapes)]
-        return model.name, model.input_names, sizes[0], model.output_names, sizes[1]
+        return model.name, model.input_names, model.input_shapes, model.output_names, model.output_shapes
 
 
 def link(folder: Path) -> dict[str, int]:
@@ -77,16 +72,17 @@ def link(folder: Path) -> dict[str, int]:
     return {parts[2]: int(parts[0], 16) for parts in (line.split() for line in listing.splitlines()) if len(parts) == 3}
 
 
-def build_image(lib: Path, samples: list[dict[str, np.ndarray]], folder: Path, isa_cap: str | None = None) -> dict:
+def build_image(lib: Path, samples: list[dict[str, np.ndarray]], folder: Path) -> dict:
     """A bootable ISO running the `host` library `lib` (the .so's own bytes, relocated) on
     `samples` (int8 codes by input name). Linked twice: the first link places the library's
     image (zeros of its size) and the C functions it imports, the second carries it relocated
     there (same sizes, so nothing moves: checked)."""
     folder.mkdir(parents=True, exist_ok=True)
-    name, in_names, in_sizes, out_names, out_sizes = tensor_layout(lib)
+    name, in_names, in_shapes, out_names, out_shapes = tensor_layout(lib)
     so = SharedObject(lib)
-    (folder / "bare_io.h").write_text(io_header(in_sizes, out_sizes, len(samples), so.symbol(f"{name}_run_int8"),
-                                                so.symbol(f"{name}_isa"), isa_cap))
+    sizes = [[int(np.prod(s)) for s in shapes] for shapes in (in_shapes, out_shapes)]
+    (folder / "bare_io.h").write_text(io_header(*sizes, len(samples), so.symbol(f"{name}_run_int8"),
+                                                so.symbol(f"{name}_isa")))
     (folder / "inputs.bin").write_bytes(b"".join(s[n].astype(np.int8).tobytes() for s in samples for n in in_names))
     (folder / "so.bin").write_bytes(bytes(so.span))
     placed = link(folder)
@@ -107,7 +103,7 @@ def build_image(lib: Path, samples: list[dict[str, np.ndarray]], folder: Path, i
     subprocess.run([tool("genisoimage"), "-quiet", "-o", str(iso), "-b", "isolinux/isolinux.bin", "-c",
                     "isolinux/boot.cat", "-no-emul-boot", "-boot-load-size", "4", "-boot-info-table", "-R",
                     str(iso_root)], check=True)
-    return {"iso": iso, "output_names": out_names, "output_sizes": out_sizes, "samples": len(samples)}
+    return {"iso": iso, "output_names": out_names, "output_shapes": out_shapes, "samples": len(samples)}
 
 
 def bochsrc(iso: Path, log: Path) -> str:
@@ -124,17 +120,16 @@ def bochsrc(iso: Path, log: Path) -> str:
 
 def run(image: dict, folder: Path, timeout_s: float = 600.0) -> dict:
     """Boot the image on Bochs (it ends at the image's write to the shutdown port); the isa line
-    and the int8 outputs per sample, by output name."""
+    and the int8 outputs per sample, by output name, in their shapes."""
     rc_file, debugger = folder / "bochsrc", folder / "continue.rc"
     rc_file.write_text(bochsrc(image["iso"], folder / "bochs.log"))
     debugger.write_text("c\n")  # Debian's bochs has the debugger built in: start by continuing
-    start = time.monotonic()
     try:
         proc = subprocess.run([tool("bochs-bin"), "-q", "-f", str(rc_file), "-rc", str(debugger)],
                               stdin=subprocess.DEVNULL, capture_output=True, cwd=folder, timeout=timeout_s)
     except subprocess.TimeoutExpired as e:
         raise AssertionError(f"Bochs did not finish in {timeout_s:.0f} s: {(e.stdout or b'')[-400:]!r}") from None
-    return parse(proc.stdout.decode(errors="replace"), image) | {"seconds": time.monotonic() - start}
+    return parse(proc.stdout.decode(errors="replace"), image)
 
 
 def parse(text: str, image: dict) -> dict:
@@ -147,5 +142,5 @@ def parse(text: str, image: dict) -> dict:
         if key == "out":
             sample, index, data = rest[0].split(" ")
             raw = np.frombuffer(bytes.fromhex(data), dtype=np.int8)
-            outputs[int(sample)][image["output_names"][int(index)]] = raw
+            outputs[int(sample)][image["output_names"][int(index)]] = raw.reshape(image["output_shapes"][int(index)])
     return {"isa": isa, "refused": refused, "outputs": outputs}
