@@ -87,7 +87,7 @@ SCHEMA: tuple[Entry, ...] = (
     E("toolchain.libs", "strings", "libraries linked (-l)"),
     # [harness]: Linux boards' harness executable
     E("harness", "table", "Linux boards: the harness program that runs the library on data files"),
-    E("harness.renderer", "string", "which renderer writes it", choices=("linux",)),
+    E("harness.renderer", "string", "which renderer writes it", choices=("linux", "firmware")),
     E("harness.template", "string", "its template, relative to this folder"),
     # [memory]: budgets and regions
     E("memory", "table", "the memory budget"),
