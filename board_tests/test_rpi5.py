@@ -30,7 +30,7 @@ except ModuleNotFoundError:  # a plain checkout: the package is the sdk/ folder
 from cuvil_sdk.boards import get_board  # noqa: E402
 from cuvil_sdk.codegen.linux_harness import render_linux_harness  # noqa: E402
 from cuvil_sdk.errors import TargetError, ToolError  # noqa: E402
-from cuvil_sdk.runners import linux_qemu  # noqa: E402
+from cuvil_sdk.runners import emulator, linux_qemu  # noqa: E402
 from cuvil_sdk.runners.protocol import encode_inputs  # noqa: E402
 from tools import missing_tools  # noqa: E402
 
@@ -207,7 +207,7 @@ def test_missing_qemu_is_a_tool_error(digits_rpi5, monkeypatch):
     _, report = digits_rpi5
     harness = Path(report["artifacts"]["so"]).parent / "digits_cnn_harness"
     real_which = shutil.which
-    monkeypatch.setattr(linux_qemu.shutil, "which", lambda exe: None if exe == "qemu-aarch64" else real_which(exe))
+    monkeypatch.setattr(emulator.shutil, "which", lambda exe: None if exe == "qemu-aarch64" else real_which(exe))
     with pytest.raises(ToolError, match="qemu-user"):
         linux_qemu.run_harness(get_board("rpi5"), harness, encode_inputs([np.zeros((1, 64), np.float32)]), 1, 10,
                                timeout_s=60)

@@ -24,6 +24,7 @@ import kernel_cases as kc
 import simd_cases as sc
 from cuvil_sdk import runtime
 from cuvil_sdk.codegen import simd_layout
+from cuvil_sdk.codegen.kernel_files import kernel_source, kernels_with_sources
 from cuvil_sdk.quant.requant import quantize_multipliers, requant
 from cuvil_sdk.reference import run_float, run_int, run_quantized_model
 
@@ -224,7 +225,6 @@ def test_shared_helpers_are_one_header_per_set(kernel_set):
     """Kernel headers include the set's shared helpers (copied into a project with them)."""
     helper = f"cuvil_{kernel_set}_common.h"
     assert (TEMPLATES / kernel_set / helper).is_file()
-    for header in (TEMPLATES / kernel_set).glob("*.h"):
-        if header.name != helper:
-            text = header.read_text()
-            assert f'#include "{helper}"' in text and f"#define CUVIL_{kernel_set.upper()}_COMMON_H" not in text
+    for name in kernels_with_sources(kernel_set):  # .h files and rendered .h.j2 alike
+        text = kernel_source(kernel_set, name)
+        assert f'#include "{helper}"' in text and f"#define CUVIL_{kernel_set.upper()}_COMMON_H" not in text

@@ -1,4 +1,8 @@
-"""Boards are data: each targets/<family>/board*.toml describes where a model runs."""
+"""Boards are data: each targets/<family>/board*.toml describes where a model runs.
+
+Every key a board file may hold is declared once, with its type, in sdk/board_schema.py;
+a file is checked against it when it is loaded, so a misspelt key stops the command (exit 2)
+instead of reading a default."""
 from __future__ import annotations
 
 try:  # Python 3.11+; tomli is the same parser for 3.10 (a dependency there only)
@@ -10,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import PACKAGE_DIR
+from .board_schema import check as check_board_file
 from .errors import UsageError
 
 TARGETS_DIR = PACKAGE_DIR / "targets"
@@ -53,8 +58,14 @@ class Board:
         }
 
 
-def _load(path: Path) -> Board:
-    data = tomllib.loads(path.read_text())
+def load_board_file(path: Path) -> Board:
+    """A board file, checked against the schema: UsageError (exit 2) naming the file and the
+    key for an unknown key or a value of the wrong type, or for TOML it cannot parse."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"board file {path} is not valid TOML: {exc}") from None
+    check_board_file(path, data)
     data["_file"] = path.name
     memory = data.get("memory", {})
     return Board(
@@ -71,7 +82,7 @@ def _load(path: Path) -> Board:
 
 
 def all_boards() -> dict[str, Board]:
-    boards = [_load(p) for p in sorted(TARGETS_DIR.glob("*/board*.toml"))]
+    boards = [load_board_file(p) for p in sorted(TARGETS_DIR.glob("*/board*.toml"))]
     return {b.name: b for b in boards}
 
 

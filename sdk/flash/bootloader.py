@@ -34,6 +34,7 @@ import jinja2
 
 from ..boards import Board, get_board, linker_context
 from ..errors import ToolError, UsageError
+from ..runners.emulator import board_command
 from .image import FlashGeometry
 
 BOARD = "cortex-m7"
@@ -177,14 +178,9 @@ class QemuBootloader:
         return f"socket://127.0.0.1:{self.port}"
 
     def command(self, port: int) -> list[str]:
-        template = _flash_table(self.board).get("bootloader_command")
-        if not template:
+        if not _flash_table(self.board).get("bootloader_command"):
             raise UsageError(f"board '{self.board.name}' has no [flash] bootloader_command")
-        command = [str(p).replace("{elf}", str(self.elf)).replace("{port}", str(port)) for p in template]
-        if shutil.which(command[0]) is None:
-            raise ToolError(f"{command[0]} not found: install the Debian package "
-                            f"{self.board.get('run.debian_package', command[0])}")
-        return command
+        return board_command(self.board, "flash.bootloader_command", elf=str(self.elf), port=str(port))
 
     def start(self) -> "QemuBootloader":
         if not self.elf.exists():

@@ -8,7 +8,6 @@ temporary one. The QEMU command line is board data: key run.command, with "{exe}
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -21,6 +20,7 @@ from .. import weights_file
 from ..boards import Board
 from ..errors import TargetError, ToolError
 from . import insn_count
+from .emulator import board_command
 from .progress import Progress
 from .protocol import decode_outputs, encode_inputs, output_dtype, per_input_arrays, split_outputs
 
@@ -46,13 +46,7 @@ def harness_path(info: dict) -> Path:
 def qemu_user_command(board: Board, exe: Path) -> list[str]:
     """The board's command line (run.command) for this executable. ToolError when QEMU or
     the sysroot that -L names is missing, naming the Debian package to install."""
-    template = board.get("run.command")
-    if not template:
-        raise ToolError(f"board '{board.name}' has no run.command")
-    command = [str(part).replace("{exe}", str(Path(exe).resolve())) for part in template]
-    if shutil.which(command[0]) is None:
-        package = board.get("run.debian_package", command[0])
-        raise ToolError(f"{command[0]} not found: install the Debian package {package}")
+    command = board_command(board, "run.command", exe=str(Path(exe).resolve()))
     if "-L" in command[:-1]:
         sysroot = Path(command[command.index("-L") + 1])
         if not sysroot.is_dir():

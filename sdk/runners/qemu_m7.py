@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import struct
 import subprocess
@@ -21,6 +20,8 @@ import numpy as np
 
 from ..boards import Board
 from ..errors import TargetError, ToolError
+from .emulator import board_command
+from .protocol import encode_inputs, split_outputs
 
 Inputs = Union[bytes, Sequence[np.ndarray]]
 _STATS_LINE = re.compile(r"^sample (\d+) instructions (\d+)$")
@@ -41,38 +42,12 @@ class FirmwareResult:
 
     def outputs(self, sizes: Sequence[int], dtype: np.dtype | type = np.int8) -> list[np.ndarray]:
         """Split output.bin into one (samples, size) array per model output."""
-        dtype = np.dtype(dtype).newbyteorder("<")
-        per_sample = sum(sizes)
-        if len(self.output) != self.samples * per_sample * dtype.itemsize:
-            raise TargetError(f"output.bin has {len(self.output)} bytes, expected {self.samples} samples "
-                              f"x {per_sample} values x {dtype.itemsize} bytes")
-        flat = np.frombuffer(self.output, dtype=dtype).reshape(self.samples, per_sample)
-        bounds = np.cumsum([0, *sizes])
-        return [flat[:, a:b].copy() for a, b in zip(bounds[:-1], bounds[1:])]
-
-
-def encode_inputs(inputs: Sequence[np.ndarray]) -> bytes:
-    """input.bin: uint32 little-endian N, then per sample every input in order, float32.
-    Each array is one model input with a leading sample axis N."""
-    arrays = [np.ascontiguousarray(a, dtype="<f4") for a in inputs]
-    count = len(arrays[0]) if arrays else 0
-    if any(len(a) != count for a in arrays):
-        raise ValueError("every input needs the same number of samples")
-    flat = [a.reshape(count, -1) for a in arrays]
-    body = np.concatenate(flat, axis=1).tobytes() if flat else b""
-    return struct.pack("<I", count) + body
+        return split_outputs(self.output, self.samples, sizes, dtype)
 
 
 def qemu_command(board: Board, elf: Path) -> list[str]:
     """The board's QEMU command line (run.command) for this ELF; ToolError if QEMU is missing."""
-    template = board.get("run.command")
-    if not template:
-        raise ToolError(f"board '{board.name}' has no run.command")
-    command = [str(part).replace("{elf}", str(Path(elf).resolve())) for part in template]
-    if shutil.which(command[0]) is None:
-        package = board.get("run.debian_package", command[0])
-        raise ToolError(f"{command[0]} not found: install the Debian package {package}")
-    return command
+    return board_command(board, "run.command", elf=str(Path(elf).resolve()))
 
 
 def _failure_line(console: str, stderr: str) -> str:

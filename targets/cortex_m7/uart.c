@@ -43,33 +43,7 @@ void uart_putc(char c)
     UART_DATA = (uint32_t)(unsigned char)c;
 }
 
-void uart_puts(const char *s)
-{
-    while (*s != '\0') {
-        uart_putc(*s++);
-    }
-}
-
-void uart_put_hex(uint32_t value)
-{
-    uart_puts("0x");
-    for (int shift = 28; shift >= 0; shift -= 4) {
-        uart_putc("0123456789abcdef"[(value >> shift) & 0xFu]);
-    }
-}
-
-void uart_put_dec(uint32_t value)
-{
-    char digits[10];
-    int n = 0;
-    do {
-        digits[n++] = (char)('0' + value % 10u);
-        value /= 10u;
-    } while (value != 0u);
-    while (n > 0) {
-        uart_putc(digits[--n]);
-    }
-}
+#include "uart_text.h"
 
 /* The receiver wakes the core from WFI through its interrupt, which is never taken: PRIMASK
  * stays set from uart_rx_begin() to uart_rx_end(), and the line is disabled and cleared

@@ -1,6 +1,7 @@
 /* The console UART of the Cortex-M7 boards: transmit (fault reports, the demo harness) and
  * receive (the serial test harness, serial_harness.c.j2). uart.c implements it on QEMU's CMSDK
- * UART0, ../nucleo_f767zi/usart3.c on the STM32F767's USART3. */
+ * UART0, ../nucleo_f767zi/usart3.c on the STM32F767's USART3; the text output on uart_putc
+ * (uart_puts, uart_put_hex, uart_put_dec) is one piece both include, uart_text.h. */
 #ifndef CUVIL_UART_H
 #define CUVIL_UART_H
 

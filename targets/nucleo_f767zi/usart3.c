@@ -92,33 +92,7 @@ void uart_putc(char c)
     USART_TDR = (uint32_t)(unsigned char)c;
 }
 
-void uart_puts(const char *s)
-{
-    while (*s != '\0') {
-        uart_putc(*s++);
-    }
-}
-
-void uart_put_hex(uint32_t value)
-{
-    uart_puts("0x");
-    for (int shift = 28; shift >= 0; shift -= 4) {
-        uart_putc("0123456789abcdef"[(value >> shift) & 0xFu]);
-    }
-}
-
-void uart_put_dec(uint32_t value)
-{
-    char digits[10];
-    int n = 0;
-    do {
-        digits[n++] = (char)('0' + value % 10u);
-        value /= 10u;
-    } while (value != 0u);
-    while (n > 0) {
-        uart_putc(digits[--n]);
-    }
-}
+#include "../cortex_m7/uart_text.h"
 
 /* Polled: the core does nothing else while a frame comes in (about 1400 clocks per byte at
  * 16 MHz and 115200 baud). A line error (overrun, framing, noise, parity) is cleared and the
