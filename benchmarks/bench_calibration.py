@@ -106,7 +106,7 @@ def main() -> None:
                 row += f"{rel_l2(our, reference):12.5f} " if our is not None else f"{'-':>12} "
                 row += f"{rel_l2(theirs, reference):12.5f} " if theirs is not None else f"{'-':>12} "
                 if y is not None:
-                    acc = lambda out: f"{float((out.reshape(len(x), -1).argmax(1) == y).mean()):9.4f}"
+                    acc = lambda out: f"{float((out.reshape(len(x), -1).argmax(1) == y).mean()):9.4f}"  # noqa: E731
                     row += (acc(our) if our is not None else f"{'-':>9}") + " "
                     row += (acc(theirs) if theirs is not None else f"{'-':>8}") + " " + acc(reference)
                 print(row + (f"  ({note})" if note else ""), flush=True)

@@ -41,11 +41,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import (ORT_LABELS, ROOT, Ours, build, cosine, input_spec, median_us, ort_models,  # noqa: E402
+from bench_common import (ORT_LABELS, ROOT, Ours, build, cosine, input_spec, median_us, ort_models,
                           ort_runs, print_machine, timed)
 
-import mlperf_tiny  # noqa: E402
-import onnxruntime as ort  # noqa: E402
+import mlperf_tiny
+import onnxruntime as ort
 
 EXAMPLES = ROOT / "sdk" / "examples"
 CALIB_SAMPLES = 32

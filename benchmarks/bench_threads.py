@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import Ours, build, input_spec  # noqa: E402
+from bench_common import Ours, build, input_spec
 
-from cuvil_sdk.codegen import simd_layout  # noqa: E402
+from cuvil_sdk.codegen import simd_layout
 
 
 def builds(args, work: Path) -> dict[str, str]:

@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import ORT_LABELS, Ours, build, cosine, input_spec, median_us, ort_models, ort_runs, print_machine, timed  # noqa: E402,E501
+from bench_common import ORT_LABELS, Ours, build, cosine, input_spec, median_us, ort_models, ort_runs, print_machine, timed
 
-import onnxruntime as ort  # noqa: E402
+import onnxruntime as ort
 
 MODELS = ("mobilenet_v2", "resnet50")
 

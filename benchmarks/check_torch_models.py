@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import ort_session  # noqa: E402  (one thread, sequential, all graph optimizations)
+from bench_common import ort_session
 
 MODELS = ("mobilenet_v2", "resnet50")
 

@@ -986,7 +986,7 @@ def seq_lstm_reverse_yh_only(b, x):
 @case((1, 6, 4), (1, 1, 5), (1, 1, 5), ranges=((-2.0, 2.0), (-0.8, 0.8), (-3.0, 3.0)))
 def seq_lstm_runtime_state(b, x):
     """initial_h and initial_c computed by the model (streaming: the state of the last call)"""
-    gates, scale = 4, 1.0 / np.sqrt(5)
+    scale = 1.0 / np.sqrt(5)
     inputs = [time_major(b, x[0]), b.const(b.randn((1, 20, 4), scale), "w"), b.const(b.randn((1, 20, 5), scale), "r"),
               b.const(b.randn((1, 40), 0.2), "b"), "", x[1], x[2]]
     outs = [b.fresh("y"), b.fresh("y_h"), b.fresh("y_c")]
@@ -1486,7 +1486,7 @@ class Lazy:
         if key not in self.done:
             try:
                 self.done[key] = self.make(key)
-            except Exception as exc:  # noqa: BLE001 - re-raised below, for every test of the group
+            except Exception as exc:  # re-raised below, for every test of the group
                 self.done[key] = Failed(exc, exc.__traceback__)
         value = self.done[key]
         if isinstance(value, Failed):

@@ -8,7 +8,6 @@ outputs are compared with ONNX Runtime's float outputs, cosine >= 0.999 per samp
 A missing tool (cross compiler, qemu-aarch64, nvcc) makes the tests fail, never skip."""
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np

@@ -14,7 +14,6 @@ A missing gcc or scons makes these tests fail, never skip.
 """
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +22,7 @@ import pytest
 import kernel_cases as kc
 from cuvil_sdk import runtime
 from cuvil_sdk.reference import run_float, run_int, run_quantized_model
-from tools import missing_tools  # noqa: E402
+from tools import missing_tools
 
 BOARD, PROFILE = "host", "standard"
 INT8_SAMPLES = 6  # random int8 samples (plus the two extreme ones)

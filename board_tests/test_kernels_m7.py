@@ -13,7 +13,6 @@ A missing arm-none-eabi-gcc, qemu-system-arm or scons makes these tests fail, ne
 """
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +22,7 @@ import kernel_cases as kc
 from cuvil_sdk.boards import get_board
 from cuvil_sdk.commands import run_samples
 from cuvil_sdk.reference import run_quantized_model
-from tools import missing_tools  # noqa: E402
+from tools import missing_tools
 
 pytestmark = pytest.mark.slow
 

@@ -23,7 +23,6 @@ A missing arm-none-eabi-gcc, qemu-system-arm or scons makes these tests fail, ne
 """
 from __future__ import annotations
 
-import shutil
 import tomllib
 from dataclasses import dataclass
 
@@ -38,7 +37,7 @@ from cuvil_sdk.commands import run_samples
 from cuvil_sdk.quant.requant import quantize_multiplier, requant
 from cuvil_sdk.reference import run_quantized_model
 from models import EXAMPLES, reference_graph, request
-from tools import missing_tools  # noqa: E402
+from tools import missing_tools
 
 DSP, PORTABLE, PROFILE = "cortex-m7", "cortex-m7-portable", "lite"
 TOOLS = ["arm-none-eabi-gcc", "arm-none-eabi-objcopy", "qemu-system-arm", "scons"]

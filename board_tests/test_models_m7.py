@@ -6,7 +6,6 @@ import subprocess
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 from cuvil_sdk.reference import run_quantized_model
 

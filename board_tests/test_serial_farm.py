@@ -236,7 +236,7 @@ class PowerSwitch:
         self.events: list[str] = []
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:  # http.server's name
                 value = self.path.rstrip("/").rsplit("/", 1)[-1]
                 if value == "0":
                     switch.events.append("off")

@@ -18,7 +18,6 @@ A missing cross compiler, sysroot, qemu-aarch64 or scons makes these tests fail,
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +31,7 @@ from cuvil_sdk.commands import do_build, run_samples
 from cuvil_sdk.compiler import CompileRequest
 from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_float, run_quantized_model
-from tools import missing_tools  # noqa: E402
+from tools import missing_tools
 
 BOARD, PROFILE = "rpi5", "standard"
 FLOAT_SAMPLES = 3

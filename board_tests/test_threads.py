@@ -77,7 +77,7 @@ def concurrent_outputs(library: str, inputs: list[np.ndarray]) -> list[list[dict
                 barrier.wait()
                 for _ in range(CALLS_PER_THREAD):
                     results[t].append(model.run(inputs[t]))
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:  # reported below
                 errors.append(exc)
         threads = [threading.Thread(target=work, args=(t,)) for t in range(PY_THREADS)]
         for th in threads:

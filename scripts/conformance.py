@@ -25,7 +25,6 @@ import contextlib
 import functools
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
-from export_torch_models import Bottleneck, InvertedResidual, conv_bn, randomise_bn  # noqa: E402
+from export_torch_models import Bottleneck, InvertedResidual, conv_bn, randomise_bn
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "board_tests" / "fixtures" / "simd_wide" / "mini_mbv2_r50.onnx"
 

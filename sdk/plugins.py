@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from .codegen.kernel_api import (  # noqa: F401  (In, Out, W, I, F: re-exported for plugins)
+from .codegen.kernel_api import (  # In, Out, W, I, F: re-exported for plugins (__all__)
     F, I, In, Buf, KernelCall, KernelDecl, Out, Param, W, Weight, call, declarations)
 from .codegen.kernel_files import PLUGIN_SOURCES
 from .codegen.kernel_sets import KERNEL_SETS, PLUGIN_RULES

@@ -15,13 +15,13 @@ import pytest
 # The helpers sit beside this file; put it on the path however pytest imported us.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cuvil_sdk.errors import FlashError, UsageError  # noqa: E402
-from cuvil_sdk.flash import flash_command  # noqa: E402
-from cuvil_sdk.flash.an3155 import (ERASE, EXTENDED_ERASE, GET, GET_ID, GO, INIT,  # noqa: E402
+from cuvil_sdk.errors import FlashError, UsageError
+from cuvil_sdk.flash import flash_command
+from cuvil_sdk.flash.an3155 import (ERASE, EXTENDED_ERASE, GET, GET_ID, GO, INIT,
                                     READ_MEMORY, WRITE_MEMORY, An3155Client, open_port)
-from cuvil_sdk.flash.image import Image, Segment, load_image, parse_intel_hex  # noqa: E402
-from cuvil_sdk.flash.simulator import Fault, Simulator  # noqa: E402
-from flash_helpers import (FAST, FLASH_START, board, flash, geometry, image_bytes,  # noqa: E402
+from cuvil_sdk.flash.image import Image, Segment, load_image, parse_intel_hex
+from cuvil_sdk.flash.simulator import Fault, Simulator
+from flash_helpers import (FAST, FLASH_START, board, flash, geometry, image_bytes,
                            write_bin, write_hex)
 
 SIZE = 40_003  # spans sectors 0 and 1 (32 KiB each) and ends off a word boundary

@@ -12,9 +12,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cuvil_sdk.flash.an3155 import An3155Client, open_port  # noqa: E402
-from cuvil_sdk.flash.simulator import Simulator  # noqa: E402
-from flash_helpers import FAST, FLASH_START, flash, geometry, image_bytes, write_bin, write_hex  # noqa: E402
+from cuvil_sdk.flash.an3155 import An3155Client, open_port
+from cuvil_sdk.flash.simulator import Simulator
+from flash_helpers import FAST, FLASH_START, flash, geometry, image_bytes, write_bin, write_hex
 
 SIZE = 70_001  # sectors 0-2 of 32 KiB, and a tail that is not a whole word
 

@@ -27,17 +27,17 @@ BOARD = get_board("host")
 
 # --- building one-node models ----------------------------------------------------------------
 
-def X(*shape, scale=1.0):
+def X(*shape, scale=1.0):  # noqa: N802 (X, C, W: read like the inputs they declare)
     """A runtime (graph) input of this shape; fed standard normal values times scale."""
     return ("input", tuple(shape), scale)
 
 
-def C(value, dtype=np.float32):
+def C(value, dtype=np.float32):  # noqa: N802
     """A constant input (an initializer)."""
     return ("const", np.asarray(value, dtype=dtype), None)
 
 
-def W(*shape, positive=False):
+def W(*shape, positive=False):  # noqa: N802
     """A random constant float input (weights)."""
     rng = np.random.default_rng(hash(shape) % 2**32)
     data = rng.standard_normal(shape).astype(np.float32)

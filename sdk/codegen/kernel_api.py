@@ -80,7 +80,7 @@ def W(name: str, ctype: str) -> Param:  # noqa: N802
     return Param(name, "weight", ctype)
 
 
-def I(names: str, ctype: str = "int") -> list[Param]:  # noqa: E741, N802
+def I(names: str, ctype: str = "int") -> list[Param]:  # noqa: E743, N802
     """Integer parameters, space separated, all of one C type."""
     return [Param(n, "int", ctype) for n in names.split()]
 

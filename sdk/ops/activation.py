@@ -129,29 +129,29 @@ def make_activation(op_type: str) -> type[OpDef]:
         summary = SUMMARIES.get(op_type, "element-wise function")
         int8_rule = "256-entry lookup table"
 
-        def check(self, node, g):
+        def check(self, node: Node, g: Graph) -> None:
             if op_type == "Clip":
                 clip_bounds(node, g)
             if op_type == "Gelu":
                 require(node.attrs.get("approximate", "none") in ("none", "tanh"), node,
                         f"approximate '{node.attrs.get('approximate')}' is not supported (none or tanh)")
 
-        def infer(self, node, g):
+        def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
             return [g.tensors[node.inputs[0]].shape]
 
-        def run_float(self, node, g, xs):
+        def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
             x = xs[0].astype(np.float64)
             with np.errstate(all="ignore"):  # Sqrt/Log outside their domain: NaN and -inf as ORT
                 return [float_function(node, g)(x).astype(np.float32)]
 
-        def quantize(self, node, g):
+        def quantize(self, node: Node, g: Graph) -> None:
             with np.errstate(all="ignore"):
                 node.q = {"table": lookup_table(float_function(node, g), g, node)}
 
-        def run_int(self, node, g, xs):
+        def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
             return [node.q["table"][xs[0].astype(np.int32) + 128]]
 
-        def lower(self, node, g, precision):
+        def lower(self, node: Node, g: Graph, precision: str):
             count = g.tensors[node.inputs[0]].size
             if precision == "int8":
                 return call("lut_s8", **io_args(node), count=count, table=Weight("table", node.q["table"], "int8_t"))

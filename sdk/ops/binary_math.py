@@ -59,7 +59,7 @@ class MathBinary(Binary):
     def function(self, node: Node) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         return FUNCTIONS[node.op]
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         integer = integer_result(node, xs)
         if integer is not None:
             return [integer]
@@ -67,7 +67,7 @@ class MathBinary(Binary):
             y = self.function(node)(xs[0].astype(np.float64), xs[1].astype(np.float64))
         return [apply_fused_float(node, y.astype(np.float32))]
 
-    def lower_float(self, node, g):
+    def lower_float(self, node: Node, g: Graph):
         if node.op == "Sum":  # two inputs (passes/variadic.py): Add's kernel
             return Add.lower(self, node, g, "fp32")
         return call("binary_f32", **self.lower_io(node, g, "fp32"), code=FLOAT_CODES[node.op], **float_bounds(node))
@@ -88,10 +88,10 @@ class MathBinary(Binary):
         with np.errstate(all="ignore"):
             node.q = {"table": lookup_table(unary, g, node, node.inputs[1 - k]), "act": 1 - k}
 
-    def run_table(self, node, xs):
+    def run_table(self, node: Node, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [node.q["table"][xs[node.q["act"]].astype(np.int32) + 128]]
 
-    def lower_table(self, node, g):
+    def lower_table(self, node: Node, g: Graph):
         act = node.inputs[node.q["act"]]
         return call("lut_s8", in_=Buf(act, const=True), out=Buf(node.outputs[0]), count=g.tensors[act].size,
                     table=Weight("table", node.q["table"], "int8_t"))
@@ -100,27 +100,27 @@ class MathBinary(Binary):
 def make_table_first(base: type[Binary]) -> type[MathBinary]:
     """An op whose int8 rule is `base`'s (Add's or Mul's) except for a constant scalar operand."""
     class TableFirst(MathBinary, base):
-        def quantize(self, node, g):
+        def quantize(self, node: Node, g: Graph) -> None:
             k = scalar_operand(node, g)
             if k is not None:
                 return self.quantize_table(node, g, k)
             self.quantize_general(node, g)
 
-        def quantize_general(self, node, g):
+        def quantize_general(self, node: Node, g: Graph) -> None:
             base.quantize(self, node, g)
 
-        def run_int(self, node, g, xs):
+        def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
             return self.run_table(node, xs) if "table" in node.q else self.run_general(node, g, xs)
 
-        def run_general(self, node, g, xs):
+        def run_general(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
             return base.run_int(self, node, g, xs)
 
-        def lower(self, node, g, precision):
+        def lower(self, node: Node, g: Graph, precision: str):
             if precision != "int8":
                 return self.lower_float(node, g)
             return self.lower_table(node, g) if "table" in node.q else self.lower_general(node, g)
 
-        def lower_general(self, node, g):
+        def lower_general(self, node: Node, g: Graph):
             return base.lower(self, node, g, "int8")
 
     return TableFirst
@@ -131,7 +131,7 @@ class Sub(make_table_first(Add)):
     op_type = "Sub"
     int8_rule = "Add's int32 rule, second multiplier negated (constant scalar: lookup table)"
 
-    def quantize_general(self, node, g):
+    def quantize_general(self, node: Node, g: Graph) -> None:
         Add.quantize(self, node, g)
         node.q["mb"] = -node.q["mb"]
 
@@ -141,15 +141,15 @@ class Sum(make_table_first(Add)):
     op_type = "Sum"
     int8_rule = "Add's int32 rule, pairwise (constant scalar: lookup table)"
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         require(len(node.inputs) >= 1, node, "needs at least one input")
         for name in node.inputs:
             require(len(g.tensors[name].shape) <= 4, node, "rank above 4 is not supported")
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return [broadcast_shape(node, [g.tensors[i].shape for i in node.inputs])]
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         integer = integer_result(node, xs)
         if integer is not None:
             return [integer]
@@ -164,12 +164,12 @@ class Min(Sum):
     op_type = "Min"
     int8_rule = "both operands requantized to the output scale, then compared"
 
-    def quantize_general(self, node, g):
+    def quantize_general(self, node: Node, g: Graph) -> None:
         q, (sa, sb, sy) = self.int_params(node, g)
         (ma, shifta), (mb, shiftb) = quantize_multiplier(sa / sy), quantize_multiplier(sb / sy)
         node.q = dict(q, ma=ma, shifta=shifta, mb=mb, shiftb=shiftb)
 
-    def run_general(self, node, g, xs):
+    def run_general(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         q = node.q
         a, b = self.int_inputs(node, xs)
         qa = clamp_int8(requant(a.astype(np.int64) - q["za"], q["ma"], q["shifta"]) + q["zy"])
@@ -177,7 +177,7 @@ class Min(Sum):
         picked = np.minimum(qa, qb) if node.op == "Min" else np.maximum(qa, qb)
         return [clamp_int8(picked, q["act_min"], q["act_max"])]
 
-    def lower_general(self, node, g):
+    def lower_general(self, node: Node, g: Graph):
         q = node.q
         return call("minmax_s8", **self.lower_io(node, g, "int8"), za=q["za"], zb=q["zb"], ma=q["ma"],
                     shifta=q["shifta"], mb=q["mb"], shiftb=q["shiftb"], zy=q["zy"], code=MIN_MAX_CODES[node.op],
@@ -195,10 +195,10 @@ class Div(make_table_first(Mul)):
     int8_rule = ("activations: float32 a / b (correctly rounded) then the boundary's quantization; constant "
                  "divisor: Mul's rule by its reciprocal; constant scalar: lookup table")
 
-    def divisor_is_const(self, node, g) -> bool:
+    def divisor_is_const(self, node: Node, g: Graph) -> bool:
         return g.tensors[node.inputs[1]].is_const
 
-    def operand_qparams(self, node, g):
+    def operand_qparams(self, node: Node, g: Graph) -> list[tuple[float, int, np.ndarray | None]]:
         out = super().operand_qparams(node, g)
         if self.divisor_is_const(node, g):  # multiply by the reciprocal, quantized per tensor
             with np.errstate(divide="ignore"):
@@ -209,13 +209,13 @@ class Div(make_table_first(Mul)):
             out[1] = (s, z, data)
         return out
 
-    def quantize_general(self, node, g):
+    def quantize_general(self, node: Node, g: Graph) -> None:
         if self.divisor_is_const(node, g):
             return Mul.quantize(self, node, g)
         q, (sa, sb, sy) = self.int_params(node, g)
         node.q = dict(q, scale=float(np.float32(sy * sb / sa)))
 
-    def run_general(self, node, g, xs):
+    def run_general(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         if self.divisor_is_const(node, g):
             return Mul.run_int(self, node, g, xs)
         q = node.q
@@ -226,7 +226,7 @@ class Div(make_table_first(Mul)):
             y = quantize_float(num / den, q["scale"], q["zy"])
         return [clamp_int8(y, q["act_min"], q["act_max"])]
 
-    def lower_general(self, node, g):
+    def lower_general(self, node: Node, g: Graph):
         if self.divisor_is_const(node, g):
             return Mul.lower(self, node, g, "int8")
         q = node.q
@@ -239,7 +239,7 @@ class Pow(make_table_first(Binary)):
     op_type = "Pow"
     int8_rule = "constant scalar operand: lookup table; else a 256 x 256 table of both codes"
 
-    def quantize_general(self, node, g):
+    def quantize_general(self, node: Node, g: Graph) -> None:
         q, (sa, sb, sy) = self.int_params(node, g)
         za, zb, zy = q["za"], q["zb"], q["zy"]
         codes = np.arange(-128, 128, dtype=np.int32).astype(np.int8)
@@ -249,12 +249,12 @@ class Pow(make_table_first(Binary)):
             table = quantize_float(np.power(xa, xb).astype(np.float32), sy, zy)
         node.q = {"const": q["const"], "table2": table.reshape(-1)}
 
-    def run_general(self, node, g, xs):
+    def run_general(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         a, b = self.int_inputs(node, xs)
         index = (a.astype(np.int32) + 128) * 256 + (b.astype(np.int32) + 128)
         return [node.q["table2"][index]]
 
-    def lower_general(self, node, g):
+    def lower_general(self, node: Node, g: Graph):
         return call("lut2_s8", **self.lower_io(node, g, "int8"), za=-128, zb=-128,
                     table=Weight("pow", node.q["table2"], "int8_t"))
 
@@ -265,18 +265,18 @@ class PRelu(make_table_first(Binary)):
     summary = "x >= 0 ? x : slope * x, the slope broadcast to x (up to 4-D)"
     int8_rule = "x >= 0 requantized by sa/sy, x < 0 the product x * slope by sa*sb/sy (scalar slope: lookup table)"
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         x, slope = (g.tensors[i].shape for i in node.inputs)
         require(tuple(np.broadcast_shapes(x, slope)) == tuple(x), node,
                 f"slope of shape {slope} does not broadcast to the input's {x}")
         return [tuple(x)]
 
-    def quantize_general(self, node, g):
+    def quantize_general(self, node: Node, g: Graph) -> None:
         q, (sa, sb, sy) = self.int_params(node, g)
         (mpos, spos), (mneg, sneg) = quantize_multiplier(sa / sy), quantize_multiplier(sa * sb / sy)
         node.q = dict(q, mpos=mpos, spos=spos, mneg=mneg, sneg=sneg)
 
-    def run_general(self, node, g, xs):
+    def run_general(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         q = node.q
         a, b = self.int_inputs(node, xs)
         x = a.astype(np.int64) - q["za"]
@@ -284,7 +284,7 @@ class PRelu(make_table_first(Binary)):
         y = np.where(x >= 0, requant(x, q["mpos"], q["spos"]), requant(x * slope, q["mneg"], q["sneg"]))
         return [clamp_int8(y + q["zy"], q["act_min"], q["act_max"])]
 
-    def lower_general(self, node, g):
+    def lower_general(self, node: Node, g: Graph):
         q = node.q
         return call("prelu_s8", **self.lower_io(node, g, "int8"), za=q["za"], zb=q["zb"], mpos=q["mpos"],
                     spos=q["spos"], mneg=q["mneg"], sneg=q["sneg"], zy=q["zy"], lo=q["act_min"], hi=q["act_max"])

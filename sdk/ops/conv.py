@@ -189,11 +189,11 @@ class Conv(OpDef):
         """The layer's products summed (no bias), NCHW: float64 for float x, else x's dtype."""
         return conv_nchw(x, w, geo, group)
 
-    def macs(self, node, g):
+    def macs(self, node: Node, g: Graph) -> int:
         w = g.const(node.inputs[1])
         return g.tensors[node.outputs[0]].size * int(np.prod(w.shape[1:]))
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         last = node.channels_last
         w = self.weight_oihw(node, g).astype(np.float64)
         y = self.sums(to_nchw(xs[0], last), w, self.geometry(node, g), self.attr(node, "group"))
@@ -201,10 +201,10 @@ class Conv(OpDef):
             y += g.const(node.inputs[2]).reshape(1, -1, 1, 1)  # y is the sums' own float64 array
         return [apply_fused_float(node, from_nchw(y, last).astype(np.float32))]
 
-    def quantize(self, node, g):
+    def quantize(self, node: Node, g: Graph) -> None:
         quantize_weighted(node, g, axis=0, weight=self.weight_oihw(node, g))
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         last = node.channels_last
         q = node.q
         x = to_nchw(xs[0], last).astype(np.int64) - q["zx"]
@@ -213,7 +213,7 @@ class Conv(OpDef):
         y = requant(acc, q["mult"].reshape(1, -1, 1, 1), q["shift"].reshape(1, -1, 1, 1)) + q["zy"]
         return [from_nchw(clamp_to(y, q["act_min"], q["act_max"], q["dtype"]), last)]
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         require(node.channels_last, node, "code generation needs the channels-last layout")
         n, h, w, c = g.tensors[node.inputs[0]].shape
         _, oh, ow, oc = g.tensors[node.outputs[0]].shape
@@ -299,7 +299,8 @@ def int32_bias_limit(wq: np.ndarray, axis: int) -> np.ndarray:
     return np.maximum((2**31 - 1) - 255 * np.abs(moved.reshape(moved.shape[0], -1)).sum(axis=1), 0)
 
 
-def bias_correction(node: Node, g: Graph, w: np.ndarray, wq: np.ndarray, sw: np.ndarray, axis: int):
+def bias_correction(node: Node, g: Graph, w: np.ndarray, wq: np.ndarray, sw: np.ndarray,
+                    axis: int) -> np.ndarray | float:
     """Empirical bias correction (Nagel et al., 2019): rounding weights shifts each output's
     mean by (W - Wq) . E[x]; calibration measured E[x] per input channel, so add it back."""
     mean = g.tensors[node.inputs[0]].channel_mean

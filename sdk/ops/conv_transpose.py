@@ -85,28 +85,28 @@ class ConvTranspose(Conv):
         return w.reshape(group, ic // group, ocg, kh, kw).transpose(0, 2, 1, 3, 4).reshape(group * ocg, ic // group,
                                                                                            kh, kw)
 
-    def sums(self, x, w, geo, group):
+    def sums(self, x: np.ndarray, w: np.ndarray, geo: dict, group: int) -> np.ndarray:
         return conv_transpose_nchw(x.astype(np.float64) if x.dtype.kind == "f" else x, w, geo, group)
 
     def geometry(self, node: Node, g: Graph) -> dict:
         _, _, h, w = spatial_dims(g.tensors[node.inputs[0]].shape, node.channels_last)
         return transpose_geometry(node.attrs, (h, w), g.const(node.inputs[1]).shape[2:])
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         n = g.tensors[node.inputs[0]].shape[0]
         oc = g.const(node.inputs[1]).shape[1] * self.attr(node, "group")
         oh, ow = self.geometry(node, g)["out"]
         require(oh > 0 and ow > 0, node, f"output size {oh}x{ow} is empty")
         return [(n, oh, ow, oc) if node.channels_last else (n, oc, oh, ow)]
 
-    def macs(self, node, g):
+    def macs(self, node: Node, g: Graph) -> int:
         w = g.const(node.inputs[1])
         return g.tensors[node.inputs[0]].size * int(np.prod(w.shape[1:]))
 
-    def quantize(self, node, g):
+    def quantize(self, node: Node, g: Graph) -> None:
         require("weight" not in node.imported_q, node, "QDQ (pre-quantized) weights are not supported")
         super().quantize(node, g)
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         require(precision in ("int8", "fp32"), node, f"no {precision} kernel (int8 and fp32 only)")
         return super().lower(node, g, precision)

@@ -67,7 +67,7 @@ class Binary(OpDef):
         for name in node.inputs:
             require(len(g.tensors[name].shape) <= MAX_RANK, node, f"rank above {MAX_RANK} is not supported")
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         a, b = (g.tensors[i].shape for i in node.inputs)
         try:
             return [tuple(np.broadcast_shapes(a, b))]
@@ -117,13 +117,13 @@ class Add(Binary):
     summary = "element-wise sum with broadcasting (up to 4-D)"
     int8_rule = "both operands rescaled by 21-bit multipliers, summed in int32, one rounding"
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         integer = integer_result(node, xs)
         if integer is not None:
             return [integer]
         return [apply_fused_float(node, (xs[0] + xs[1]).astype(np.float32))]
 
-    def quantize(self, node, g):
+    def quantize(self, node: Node, g: Graph) -> None:
         (sa, za, ca), (sb, zb, cb) = self.operand_qparams(node, g)
         sy, zy = qparams_of(g, node.outputs[0])
         ma, mb, shift = add_multipliers(sa / sy, sb / sy)
@@ -131,13 +131,13 @@ class Add(Binary):
         node.q = {"const": [ca, cb], "za": za, "zb": zb, "ma": ma, "mb": mb, "shift": shift, "zy": zy,
                   "act_min": lo, "act_max": hi}
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         q = node.q
         a, b = self.int_inputs(node, xs)
         y = add_rule(a, b, q["za"], q["zb"], q["ma"], q["mb"], q["shift"]) + q["zy"]
         return [clamp_int8(y, q["act_min"], q["act_max"])]
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         io = self.lower_io(node, g, precision)
         if precision == "int8":
             q = node.q
@@ -152,13 +152,13 @@ class Mul(Binary):
     summary = "element-wise product with broadcasting (up to 4-D)"
     int8_rule = "product of the zero-point-corrected operands, requantized"
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         integer = integer_result(node, xs)
         if integer is not None:
             return [integer]
         return [apply_fused_float(node, (xs[0] * xs[1]).astype(np.float32))]
 
-    def quantize(self, node, g):
+    def quantize(self, node: Node, g: Graph) -> None:
         (sa, za, ca), (sb, zb, cb) = self.operand_qparams(node, g)
         sy, zy = qparams_of(g, node.outputs[0])
         mult, shift = quantize_multiplier(sa * sb / sy)
@@ -166,13 +166,13 @@ class Mul(Binary):
         node.q = {"const": [ca, cb], "za": za, "zb": zb, "mult": mult, "shift": shift, "zy": zy,
                   "act_min": lo, "act_max": hi}
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         q = node.q
         a, b = self.int_inputs(node, xs)
         acc = (a.astype(np.int64) - q["za"]) * (b.astype(np.int64) - q["zb"])
         return [clamp_int8(requant(acc, q["mult"], q["shift"]) + q["zy"], q["act_min"], q["act_max"])]
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         io = self.lower_io(node, g, precision)
         if precision == "int8":
             q = node.q

@@ -37,28 +37,28 @@ class FullyConnected(OpDef):
         b = g.const(node.inputs[2]).astype(np.float64) * beta if optional_input(node, 2) else np.zeros(w.shape[0])
         return w, np.broadcast_to(b.reshape(-1), (w.shape[0],))
 
-    def macs(self, node, g):
+    def macs(self, node: Node, g: Graph) -> int:
         rows, k = self.rows_k(node, g)
         return rows * k * g.tensors[node.outputs[0]].shape[-1]
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         w, b = self.float_weight_bias(node, g)
         y = xs[0].astype(np.float64) @ w.T + b
         return [apply_fused_float(node, y.astype(np.float32))]
 
-    def quantize(self, node, g):
+    def quantize(self, node: Node, g: Graph) -> None:
         require(float(node.attrs.get("alpha", 1.0)) == 1.0 and float(node.attrs.get("beta", 1.0)) == 1.0, node,
                 "alpha and beta must be folded into B and C (by constant folding) before quantization")
         quantize_weighted(node, g, axis=self.out_axis(node))
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         q = node.q
         w = self.weight_nk(node, q["w"]).astype(np.int64)
         acc = (xs[0].astype(np.int64) - q["zx"]) @ w.T + q["bias"]
         y = requant(acc, q["mult"], q["shift"]) + q["zy"]
         return [clamp_to(y, q["act_min"], q["act_max"], q["dtype"])]
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         rows, k = self.rows_k(node, g)
         if precision in ("int8", "int16"):
             q = node.q
@@ -81,7 +81,7 @@ class Gemm(FullyConnected):
                "C of any broadcastable shape (a matrix C becomes an Add after it)")
     defaults = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         b = const_input(g, node, 1, "B")
         require(len(g.tensors[node.inputs[0]].shape) == 2 and b.ndim == 2, node, "A and B must be 2-D")
         if optional_input(node, 2):
@@ -90,14 +90,14 @@ class Gemm(FullyConnected):
             require(c.ndim <= 2 and all(d in (1, full) for d, full in zip(c.shape[::-1], (n, m))), node,
                     f"C of shape {c.shape} does not broadcast to the output {(m, n)}")
 
-    def out_axis(self, node):
+    def out_axis(self, node: Node) -> int:
         return 0 if self.attr(node, "transB") else 1
 
     def a_shape(self, node: Node, g: Graph) -> tuple[int, int]:
         m, k = g.tensors[node.inputs[0]].shape
         return (k, m) if self.attr(node, "transA") else (m, k)
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         m, k_a = self.a_shape(node, g)
         b = g.const(node.inputs[1])
         n = b.shape[self.out_axis(node)]
@@ -105,7 +105,7 @@ class Gemm(FullyConnected):
         require(k_a == k_b, node, f"inner dimensions differ: {k_a} vs {k_b}")
         return [(m, n)]
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         # the ONNX definition; after passes.gemm the node has transA=0 and a C over N only
         a = xs[0].astype(np.float64)
         a = a.T if self.attr(node, "transA") else a
@@ -115,7 +115,7 @@ class Gemm(FullyConnected):
             y = y + g.const(node.inputs[2]).astype(np.float64) * float(self.attr(node, "beta"))
         return [apply_fused_float(node, y.astype(np.float32))]
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         require(not self.attr(node, "transA"), node, "transA must be lowered to a Transpose (passes.gemm)")
         return super().lower(node, g, precision)
 
@@ -140,7 +140,7 @@ class MatMul(FullyConnected):
         b = g.const(node.inputs[1])
         return b is not None and b.ndim == 2
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         require(len(node.inputs) == 2, node, "needs two inputs")
         if not self.fully_connected(node, g):
             require(g.const(node.inputs[0]) is None, node, "a constant A with a computed B is not supported")
@@ -149,28 +149,28 @@ class MatMul(FullyConnected):
         b = g.const(node.inputs[1])
         require(g.tensors[node.inputs[0]].shape[-1] == b.shape[0], node, "inner dimensions differ")
 
-    def out_axis(self, node):
+    def out_axis(self, node: Node) -> int:
         return 1
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         if not self.fully_connected(node, g):
             return [matmul.infer(node, g)]
         return [tuple(g.tensors[node.inputs[0]].shape[:-1]) + (g.const(node.inputs[1]).shape[1],)]
 
-    def macs(self, node, g):
+    def macs(self, node: Node, g: Graph) -> int:
         return super().macs(node, g) if self.fully_connected(node, g) else matmul.macs(node, g)
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         if self.fully_connected(node, g):
             return super().run_float(node, g, xs)
         b = g.const(node.inputs[1])  # a constant B of another rank, before passes/matmul.py
         return [matmul.run_float(node, [xs[0], xs[1] if b is None else b])]
 
-    def quantize(self, node, g):
+    def quantize(self, node: Node, g: Graph) -> None:
         return super().quantize(node, g) if self.weighted(node, g) else matmul.quantize(node, g)
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         return super().run_int(node, g, xs) if self.weighted(node, g) else [matmul.run_int(node, xs)]
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         return super().lower(node, g, precision) if self.weighted(node, g) else matmul.lower(node, g, precision)

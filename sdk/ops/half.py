@@ -14,10 +14,10 @@ class HalfConversion(OpDef):
     output_qparams = "none"
     kernel = ""
 
-    def infer(self, node, g):
+    def infer(self, node, g) -> list[tuple[int, ...]]:
         return [g.tensors[node.inputs[0]].shape]
 
-    def lower(self, node, g, precision):
+    def lower(self, node, g, precision: str):
         return call(self.kernel, **io_args(node), count=g.tensors[node.inputs[0]].size)
 
 
@@ -27,7 +27,7 @@ class _ToFloat(HalfConversion):
     summary = "fp16 -> float before a layer without an fp16 kernel"
     kernel = "convert_f16_f32"
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node, g, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(xs[0], np.float32)]
 
 
@@ -37,5 +37,5 @@ class _ToHalf(HalfConversion):
     summary = "float -> fp16 after a layer without an fp16 kernel"
     kernel = "convert_f32_f16"
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node, g, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(xs[0], np.float32).astype(np.float16).astype(np.float32)]

@@ -85,17 +85,17 @@ class Remap(OpDef):
         refuses a huge output before any table is built."""
         return [tuple(len(t) for t in tabs) for tabs in self.tables(node, g)]
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         for dims in self.table_dims(node, g):
             require(min(dims, default=1) > 0, node, "empty outputs are not supported")
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return self.table_dims(node, g)
 
     def out_shapes(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return self.infer(node, g)
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         samples = stacked_samples(xs[0], g.tensors[node.inputs[0]].shape)
         return [apply_tables_per_sample(xs[0], tabs, shape, samples) if samples and keeps_sample_axis(tabs, shape)
                 else apply_tables(xs[0], tabs, shape)
@@ -103,7 +103,7 @@ class Remap(OpDef):
 
     run_int = run_float
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         return [remap_call(node, g, k, tabs) for k, tabs in enumerate(self.tables(node, g)) if node.outputs[k]]
 
 
@@ -129,7 +129,7 @@ class Slice(Remap):
     op_type = "Slice"
     summary = "constant starts/ends/axes/steps (negative steps, clamped ends)"
 
-    def tables(self, node, g):
+    def tables(self, node: Node, g: Graph) -> list[list[np.ndarray]]:
         shape = g.tensors[node.inputs[0]].shape
         starts = const_input(g, node, 1, "starts").reshape(-1)
         ends = const_input(g, node, 2, "ends").reshape(-1)
@@ -171,7 +171,7 @@ class Split(Remap):
                 f"split sizes {sizes} do not cut dimension {dim} into {len(node.outputs)} outputs")
         return sizes
 
-    def tables(self, node, g):
+    def tables(self, node: Node, g: Graph) -> list[list[np.ndarray]]:
         shape = g.tensors[node.inputs[0]].shape
         axis = normalized_axis(node, self.attr(node, "axis"), len(shape))
         starts = np.cumsum([0] + self.sizes(node, g))
@@ -196,13 +196,13 @@ class Gather(Remap):
                 f"an index is out of range for dimension {shape[axis]}")
         return axis, np.where(idx < 0, idx + shape[axis], idx)
 
-    def tables(self, node, g):
+    def tables(self, node: Node, g: Graph) -> list[list[np.ndarray]]:
         shape = g.tensors[node.inputs[0]].shape
         axis, idx = self.indices(node, g)
         tables = slice_tables(shape, {axis: idx.reshape(-1)})
         return [tables]
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         shape = g.tensors[node.inputs[0]].shape
         axis, idx = self.indices(node, g)
         return [tuple(shape[:axis]) + tuple(idx.shape) + tuple(shape[axis + 1:])]
@@ -213,7 +213,7 @@ class Expand(Remap):
     op_type = "Expand"
     summary = "broadcast to a constant shape (numpy rules)"
 
-    def table_dims(self, node, g):
+    def table_dims(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         src = g.tensors[node.inputs[0]].shape
         target = tuple(int(d) for d in const_input(g, node, 1, "shape").reshape(-1))
         require(min(target, default=1) >= 0, node, f"shape {list(target)} has a negative dimension")
@@ -222,7 +222,7 @@ class Expand(Remap):
         except ValueError:
             require(False, node, f"shape {src} does not broadcast to {list(target)}")
 
-    def tables(self, node, g):
+    def tables(self, node: Node, g: Graph) -> list[list[np.ndarray]]:
         src = g.tensors[node.inputs[0]].shape
         (out,) = self.table_dims(node, g)
         lead = len(out) - len(src)
@@ -243,10 +243,10 @@ class Tile(Remap):
                 f"repeats {repeats} must be non-negative, one per dimension of {src}")
         return repeats
 
-    def table_dims(self, node, g):
+    def table_dims(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return [tuple(d * r for d, r in zip(g.tensors[node.inputs[0]].shape, self.repeats(node, g)))]
 
-    def tables(self, node, g):
+    def tables(self, node: Node, g: Graph) -> list[list[np.ndarray]]:
         src = g.tensors[node.inputs[0]].shape
         repeats = self.repeats(node, g)
         strides = strides_of(src)
@@ -256,7 +256,7 @@ class Tile(Remap):
 class BlockOp(Remap):
     """DepthToSpace / SpaceToDepth on NCHW (4-D) with a blocksize."""
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         shape = g.tensors[node.inputs[0]].shape
         require(len(shape) == 4, node, "the input must be 4-D (NCHW)")
         require(int(node.attrs.get("blocksize", 0)) > 0, node, "blocksize must be positive")
@@ -269,7 +269,7 @@ class DepthToSpace(BlockOp):
     summary = "NCHW, modes DCR (default) and CRD"
     defaults = {"mode": "DCR"}
 
-    def tables(self, node, g):
+    def tables(self, node: Node, g: Graph) -> list[list[np.ndarray]]:
         n, c, h, w = g.tensors[node.inputs[0]].shape
         b = int(node.attrs["blocksize"])
         mode = self.attr(node, "mode")
@@ -291,7 +291,7 @@ class SpaceToDepth(BlockOp):
                "of channel c) and CRD (output channel c*b*b + i*b + j)")
     defaults = {"mode": "DCR"}
 
-    def tables(self, node, g):
+    def tables(self, node: Node, g: Graph) -> list[list[np.ndarray]]:
         n, c, h, w = g.tensors[node.inputs[0]].shape
         b = int(node.attrs["blocksize"])
         mode = self.attr(node, "mode")

@@ -25,7 +25,8 @@ from .common import Buf, Weight, const_input, io_args, optional_input, qparams_o
 from .registry import OpDef, register
 
 
-def bn_affine(scale, bias, mean, var, eps) -> tuple[np.ndarray, np.ndarray]:
+def bn_affine(scale: np.ndarray, bias: np.ndarray, mean: np.ndarray, var: np.ndarray,
+              eps: float) -> tuple[np.ndarray, np.ndarray]:
     """Per-channel (a, b) such that BatchNormalization(x) = a * x + b."""
     a = scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + eps)
     return a, bias.astype(np.float64) - mean.astype(np.float64) * a
@@ -37,18 +38,18 @@ class BatchNormalization(OpDef):
     summary = "inference batch norm with constant statistics (folded into Conv)"
     defaults = {"epsilon": 1e-5}
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         for i in range(1, 5):
             require(g.const(node.inputs[i]) is not None, node, "scale, bias, mean and var must be constants")
         require(len([o for o in node.outputs if o]) == 1, node, "training outputs are not supported")
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return [g.tensors[node.inputs[0]].shape]
 
-    def params(self, node, g):
+    def params(self, node: Node, g: Graph) -> tuple[np.ndarray, np.ndarray]:
         return bn_affine(*(g.const(node.inputs[i]) for i in range(1, 5)), self.attr(node, "epsilon"))
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         a, b = self.params(node, g)
         x = xs[0]
         shape = [1] * x.ndim
@@ -66,7 +67,7 @@ class RowNorm(OpDef):
     int8_rule = ("integer sums; float32 steps that are correctly rounded (sqrt, division), "
                  "then the boundary's quantization")
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return [g.tensors[node.inputs[0]].shape]
 
     def geometry(self, node: Node, g: Graph) -> dict[str, int]:
@@ -76,10 +77,10 @@ class RowNorm(OpDef):
         """gamma and beta as the kernel indexes them (float64)."""
         raise NotImplementedError
 
-    def macs(self, node, g):
+    def macs(self, node: Node, g: Graph) -> int:
         return 2 * g.tensors[node.inputs[0]].size
 
-    def float_rows(self, node, g, x: np.ndarray) -> np.ndarray:
+    def float_rows(self, node: Node, g: Graph, x: np.ndarray) -> np.ndarray:
         geo = self.geometry(node, g)
         rows = x.astype(np.float64).reshape(geo["rows"], geo["n"])
         mean = rows.mean(axis=1, keepdims=True)
@@ -89,10 +90,10 @@ class RowNorm(OpDef):
         y = (rows - mean) / np.sqrt(var + float(self.attr(node, "epsilon"))) * gamma[idx] + beta[idx]
         return y.reshape(x.shape).astype(np.float32)
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [self.float_rows(node, g, xs[0])]
 
-    def quantize(self, node, g):
+    def quantize(self, node: Node, g: Graph) -> None:
         geo = self.geometry(node, g)
         n = geo["n"]
         require(n * 255 * 2 < 2**31, node, f"rows of {n} values are too long for the int8 rule")
@@ -102,7 +103,7 @@ class RowNorm(OpDef):
         node.q = {"zx": zx, "zy": zy, "e2": float(np.float32(float(self.attr(node, "epsilon")) * n * n / (sx * sx))),
                   "gamma": (gamma / sy).astype(np.float32), "beta": (beta / sy).astype(np.float32)}
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         geo, q = self.geometry(node, g), node.q
         x = xs[0].astype(np.int64).reshape(geo["rows"], geo["n"]) - q["zx"]
         n = geo["n"]
@@ -114,7 +115,7 @@ class RowNorm(OpDef):
         t = t * q["gamma"][idx] + q["beta"][idx]
         return [quantize_float(t, 1.0, q["zy"]).reshape(xs[0].shape)]
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         geo = self.geometry(node, g)
         if precision == "int8":
             q = node.q
@@ -144,11 +145,11 @@ class LayerNormalization(RowNorm):
         """The optional Mean and InvStdDev outputs are used (both or neither)."""
         return any(node.outputs[1:3])
 
-    def axis(self, node, g) -> int:
+    def axis(self, node: Node, g: Graph) -> int:
         rank = len(g.tensors[node.inputs[0]].shape)
         return self.attr(node, "axis") % rank
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         rank = len(g.tensors[node.inputs[0]].shape)
         require(-rank <= self.attr(node, "axis") < rank, node, f"axis {self.attr(node, 'axis')} is out of range")
         const_input(g, node, 1, "the scale")
@@ -164,7 +165,7 @@ class LayerNormalization(RowNorm):
                 require(tuple(np.broadcast_shapes(shape, inner)) == tuple(inner), node,
                         f"scale/bias of shape {list(shape)} does not broadcast to {list(inner)}")
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         shape = g.tensors[node.inputs[0]].shape
         if not self.has_stats(node):
             return [shape]
@@ -172,7 +173,7 @@ class LayerNormalization(RowNorm):
         stats = tuple(shape[:axis]) + (1,) * (len(shape) - axis)
         return [shape, stats, stats]
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         y = self.float_rows(node, g, xs[0])
         if not self.has_stats(node):
             return [y]
@@ -182,12 +183,12 @@ class LayerNormalization(RowNorm):
         inv = 1.0 / np.sqrt(rows.var(axis=1) + float(self.attr(node, "epsilon")))
         return [y, rows.mean(axis=1).reshape(stats).astype(np.float32), inv.reshape(stats).astype(np.float32)]
 
-    def quantize(self, node, g):
+    def quantize(self, node: Node, g: Graph) -> None:
         require(not self.has_stats(node), node, "the Mean and InvStdDev outputs have no int8 rule: build it with "
                 "--precision fp32")
         super().quantize(node, g)
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         call_y = super().lower(node, g, precision)
         if not self.has_stats(node):
             return call_y
@@ -196,13 +197,13 @@ class LayerNormalization(RowNorm):
                              inv_std=Buf(node.outputs[2]), rows=geo["rows"], n=geo["n"],
                              eps=float(self.attr(node, "epsilon")))]
 
-    def geometry(self, node, g):
+    def geometry(self, node: Node, g: Graph) -> dict[str, int]:
         shape = g.tensors[node.inputs[0]].shape
         axis = self.axis(node, g)
         n = int(np.prod(shape[axis:]))
         return {"rows": int(np.prod(shape[:axis])), "n": n, "period": 1, "stride": 0, "span": 1}
 
-    def affine(self, node, g):
+    def affine(self, node: Node, g: Graph) -> tuple[np.ndarray, np.ndarray]:
         inner = g.tensors[node.inputs[0]].shape[self.axis(node, g):]
         gamma = np.broadcast_to(g.const(node.inputs[1]).astype(np.float64), inner).reshape(-1)
         bias = g.const(node.inputs[2]) if optional_input(node, 2) else np.zeros(1)
@@ -212,10 +213,10 @@ class LayerNormalization(RowNorm):
 class ChannelNorm(RowNorm):
     """Instance and group normalization of an [N][C][spatial...] tensor."""
 
-    def groups(self, node, g) -> int:
+    def groups(self, node: Node, g: Graph) -> int:
         raise NotImplementedError
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         shape = g.tensors[node.inputs[0]].shape
         require(len(shape) >= 2, node, "the input needs a channel axis (rank 2 or more)")
         const_input(g, node, 1, "the scale")
@@ -228,14 +229,14 @@ class ChannelNorm(RowNorm):
             require(size in (shape[1], groups), node,
                     f"scale/bias of {size} values: expected one per channel ({shape[1]}) or per group ({groups})")
 
-    def geometry(self, node, g):
+    def geometry(self, node: Node, g: Graph) -> dict[str, int]:
         shape = g.tensors[node.inputs[0]].shape
         groups, channels = self.groups(node, g), shape[1]
         spatial = int(np.prod(shape[2:]))
         return {"rows": shape[0] * groups, "n": channels // groups * spatial, "period": groups,
                 "stride": channels // groups, "span": spatial}
 
-    def affine(self, node, g):
+    def affine(self, node: Node, g: Graph) -> tuple[np.ndarray, np.ndarray]:
         channels = g.tensors[node.inputs[0]].shape[1]
         out = []
         for index in (1, 2):
@@ -249,7 +250,7 @@ class InstanceNormalization(ChannelNorm):
     op_type = "InstanceNormalization"
     summary = "per-instance, per-channel normalization with per-channel scale and bias"
 
-    def groups(self, node, g):
+    def groups(self, node: Node, g: Graph) -> int:
         return g.tensors[node.inputs[0]].shape[1]
 
 
@@ -258,5 +259,5 @@ class GroupNormalization(ChannelNorm):
     op_type = "GroupNormalization"
     summary = "normalization over channel groups; scale/bias per group (opset 18) or per channel (opset 21)"
 
-    def groups(self, node, g):
+    def groups(self, node: Node, g: Graph) -> int:
         return int(node.attrs.get("num_groups", 0))

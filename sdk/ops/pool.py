@@ -122,7 +122,7 @@ class Pool(OpDef):
         """A 3-D pooling: the passes run it as two 2-D ones (passes/pool_nd.py)."""
         return not self.is_global and len(g.tensors[node.inputs[0]].shape) == 5
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         rank = len(g.tensors[node.inputs[0]].shape)
         if self.is_global:
             require(rank >= 3, node, "the input needs at least one spatial axis (N, C, ...)")
@@ -134,7 +134,7 @@ class Pool(OpDef):
         require(len(node.attrs.get("kernel_shape", [])) == rank - 2, node, f"kernel_shape must have {rank - 2} entries")
         require(rank == 4 or not node.channels_last, node, "3-D pooling is run as two 2-D poolings by the passes")
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         if self.is_global_nd(node, g):
             return [global_shape(g.tensors[node.inputs[0]].shape)]
         if self.is_3d(node, g):
@@ -198,7 +198,7 @@ class MaxPool(Pool):
     summary = "1-D and 2-D max pooling: strides, pads, dilations, auto_pad, ceil_mode"
     output_qparams = "same"
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         y = self.run_nd_float(node, xs[0]) if not node.channels_last else None
         if y is not None:
             return [y]
@@ -206,19 +206,19 @@ class MaxPool(Pool):
         y = self.windows(node, g, to_nchw(xs[0], last).astype(np.float32), -np.inf).max(axis=(2, 3))
         return [from_nchw(y, last)]
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         last = node.channels_last
         # pad with -128, as the C kernel starts its max: a window that is all padding
         # (pads >= kernel) gives -128 there, not -32768 wrapped to 0 by the int8 cast
         y = self.windows(node, g, to_nchw(xs[0], last).astype(np.int16), -128).max(axis=(2, 3))
         return [from_nchw(y.astype(np.int8), last)]
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         return call("maxpool_s8" if precision == "int8" else "maxpool_f32", **io_args(node), **self.lower_dims(node, g))
 
 
 class AveragePoolBase(Pool):
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         y = self.run_nd_float(node, xs[0]) if not node.channels_last else None
         if y is not None:
             return [y]
@@ -226,7 +226,7 @@ class AveragePoolBase(Pool):
         s = self.windows(node, g, to_nchw(xs[0], last).astype(np.float64), 0.0).sum(axis=(2, 3))
         return [from_nchw((s / self.counts(node, g)).astype(np.float32), last)]
 
-    def quantize(self, node, g):
+    def quantize(self, node: Node, g: Graph) -> None:
         sx, zx = qparams_of(g, node.inputs[0])
         sy, zy = qparams_of(g, node.outputs[0])
         k = int(np.prod(self.kernel(node, g)))
@@ -234,7 +234,7 @@ class AveragePoolBase(Pool):
         mult, shift = quantize_multipliers(np.where(counts > 0, sx / (sy * np.maximum(counts, 1)), 0.0))
         node.q = {"zx": zx, "zy": zy, "mult": mult, "shift": shift}
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         last = node.channels_last
         q = node.q
         x = to_nchw(xs[0], last).astype(np.int64) - q["zx"]
@@ -243,7 +243,7 @@ class AveragePoolBase(Pool):
         y = requant(acc, q["mult"][n], q["shift"][n]) + q["zy"]
         return [from_nchw(clamp_int8(y), last)]
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         dims = dict(self.lower_dims(node, g), include_pad=int(self.attr(node, "count_include_pad")))
         if precision == "int8":
             q = node.q

@@ -122,12 +122,12 @@ class Recurrent(OpDef):
     def scratch_size(self, s: Shape) -> int:
         raise NotImplementedError
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         s = self.shape(node, g)
         y = (s.batch, s.seq, s.dirs, s.hidden) if s.layout else (s.seq, s.dirs, s.batch, s.hidden)
         return [y] + [self.state_shape(s)] * (self.outputs - 1) + [(self.scratch_size(s),)]
 
-    def macs(self, node, g):
+    def macs(self, node: Node, g: Graph) -> int:
         s = self.shape(node, g)
         return s.seq * s.batch * s.dirs * self.gates * s.hidden * (s.input + s.hidden)
 
@@ -154,10 +154,11 @@ class Recurrent(OpDef):
         state = np.asarray(values[name] if data is None else data).reshape(self.state_shape(s))
         return state.transpose(1, 0, 2) if s.layout else state
 
-    def step_float(self, node: Node, p: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray):
+    def step_float(self, node: Node, p: dict, x: np.ndarray, h: np.ndarray,
+                   c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         s = self.shape(node, g)
         x = xs[0].astype(np.float64)
         x = x.transpose(1, 0, 2) if s.layout else x  # [seq, batch, input]
@@ -178,7 +179,8 @@ class Recurrent(OpDef):
         reverse = self.attr(node, "direction") == "reverse" or d == 1
         return range(s.seq - 1, -1, -1) if reverse else range(s.seq)
 
-    def pack(self, s: Shape, ys, hs, cs, dtype) -> list[np.ndarray]:
+    def pack(self, s: Shape, ys: list[np.ndarray], hs: list[np.ndarray], cs: list[np.ndarray],
+             dtype: type) -> list[np.ndarray]:
         """Per-direction [seq, batch, hidden] outputs and [batch, hidden] states in the ONNX layout."""
         y = np.stack(ys, axis=1)  # [seq, dirs, batch, hidden]
         states = [np.stack(hs), np.stack(cs)][:self.outputs - 1]  # [dirs, batch, hidden]
@@ -188,10 +190,10 @@ class Recurrent(OpDef):
         return [np.ascontiguousarray(v).astype(dtype) for v in [y] + states]
 
     # --- int8 (recurrent_int.py) ----------------------------------------------------------
-    def quantize(self, node, g):
+    def quantize(self, node: Node, g: Graph) -> None:
         qrnn.quantize(self, node, g)
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         s = self.shape(node, g)
         x = xs[0].transpose(1, 0, 2) if s.layout else xs[0]
         h0, c0 = qrnn.initial_states(self, node, g, named_inputs(node, xs))
@@ -212,7 +214,7 @@ class Recurrent(OpDef):
         return {"xst": s.batch * s.input, "xsb": s.input, "yoff": d * s.batch * s.hidden,
                 "yst": s.dirs * s.batch * s.hidden, "ysb": s.hidden, "hoff": d * s.batch * s.hidden, "hsb": s.hidden}
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str) -> KernelCall | list[KernelCall]:
         s = self.shape(node, g)
         calls = []
         for d in range(s.dirs):
@@ -259,10 +261,11 @@ class LSTM(Recurrent):
     gates = 4
     outputs = 3
 
-    def scratch_size(self, s):
+    def scratch_size(self, s: Shape) -> int:
         return 12 * s.batch * s.hidden  # int8: h, c, 4 gates in int16; float: as many floats (6 needed)
 
-    def step_float(self, node, p, x, h, c):
+    def step_float(self, node: Node, p: dict, x: np.ndarray, h: np.ndarray,
+                   c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         z = x @ p["w"].T + h @ p["r"].T + p["wb"] + p["rb"]
         i, o, f, gc = np.split(z, 4, axis=1)
         c = sigmoid(f) * c + sigmoid(i) * np.tanh(gc)
@@ -279,10 +282,11 @@ class GRU(Recurrent):
     gates = 3
     outputs = 2
 
-    def scratch_size(self, s):
+    def scratch_size(self, s: Shape) -> int:
         return 10 * s.batch * s.hidden  # int8: h, 3 gates and r*h in int16; float: as many floats (5 needed)
 
-    def step_float(self, node, p, x, h, c):
+    def step_float(self, node: Node, p: dict, x: np.ndarray, h: np.ndarray,
+                   c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         hid = h.shape[1]
         gx = x @ p["w"].T + p["wb"]
         rw, rb = p["r"], p["rb"]
@@ -294,5 +298,5 @@ class GRU(Recurrent):
             n = np.tanh(gx[:, 2 * hid:] + (r * h) @ rw[2 * hid:].T + rb[2 * hid:])
         return (1 - z) * n + z * h, c
 
-    def extra_float_args(self, node):
+    def extra_float_args(self, node: Node) -> dict[str, int]:
         return {"linear_before_reset": int(bool(self.attr(node, "linear_before_reset")))}

@@ -97,7 +97,7 @@ def cell_bits_for(seq: int, c0_max: float) -> int:
     return STATE_BITS - int_bits
 
 
-def quantize_rows(w: np.ndarray, bias: np.ndarray, in_max: int, what: str):
+def quantize_rows(w: np.ndarray, bias: np.ndarray, in_max: int, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """int8 rows and their scales, the bias in Q3.12, and the check that the sums fit int32."""
     wq, scale = symmetric_per_channel(w, 0)
     if (in_max * np.abs(wq.astype(np.int64)).sum(axis=1)).max() >= INT32_LIMIT:
@@ -168,7 +168,7 @@ def recurrent_sums(qd: dict, h: np.ndarray, rows: slice) -> np.ndarray:
     return sat16(requant(acc, qd["h_mult"][rows], qd["h_shift"][rows]) + qd["bh"][rows])
 
 
-def lstm_step(q: dict, qd: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray):
+def lstm_step(q: dict, qd: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     every = slice(None)
     pre = sat16(gate_sums(qd, x, q["zx"], every) + recurrent_sums(qd, h, every))
     i, o, f, g = np.split(pre, 4, axis=1)
@@ -179,7 +179,7 @@ def lstm_step(q: dict, qd: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray):
     return h, c
 
 
-def gru_step(q: dict, qd: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray):
+def gru_step(q: dict, qd: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     hid = h.shape[1]
     zr_rows, n_rows = slice(0, 2 * hid), slice(2 * hid, 3 * hid)
     zr = lookup(SIGMOID_TABLE, sat16(gate_sums(qd, x, q["zx"], zr_rows) + recurrent_sums(qd, h, zr_rows)))
@@ -192,7 +192,7 @@ def gru_step(q: dict, qd: dict, x: np.ndarray, h: np.ndarray, c: np.ndarray):
     return rs((32768 - z) * n + z * h, STATE_BITS), c
 
 
-def initial_states(op: "Recurrent", node: Node, g: Graph, values: dict[str, np.ndarray]):
+def initial_states(op: "Recurrent", node: Node, g: Graph, values: dict[str, np.ndarray]) -> list[np.ndarray]:
     """h0 (Q0.15) and c0 (Q(15-F).F) as int64 [dirs, batch, hidden]."""
     s = op.shape(node, g)
     out = []
@@ -205,7 +205,8 @@ def initial_states(op: "Recurrent", node: Node, g: Graph, values: dict[str, np.n
     return out
 
 
-def run_direction(node: Node, qd: dict, x: np.ndarray, h0: np.ndarray, c0: np.ndarray, steps: list[int]):
+def run_direction(node: Node, qd: dict, x: np.ndarray, h0: np.ndarray, c0: np.ndarray,
+                  steps: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One direction over the sequence x [seq, batch, input] (int8) from the states h0, c0
     [batch, hidden]: per step h (Q0.15), and the last h and c, all int64."""
     step = lstm_step if node.op == "LSTM" else gru_step

@@ -122,7 +122,7 @@ def make_reduce(op_type: str) -> type[OpDef]:
         def axes(self, node: Node, g: Graph) -> tuple[int, ...]:
             return reduce_axes(node, g, len(g.tensors[node.inputs[0]].shape))
 
-        def check(self, node, g):
+        def check(self, node: Node, g: Graph) -> None:
             shape = g.tensors[node.inputs[0]].shape
             axes = self.axes(node, g)
             require(axes is not None, node, "the axes must be a constant")
@@ -131,25 +131,25 @@ def make_reduce(op_type: str) -> type[OpDef]:
                         f"reducing axes {list(axes)} of shape {list(shape)} alternates kept and reduced axes "
                         f"more than {MAX_GROUPS} times")
 
-        def infer(self, node, g):
+        def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
             shape = g.tensors[node.inputs[0]].shape
             axes = self.axes(node, g)
             if self.attr(node, "keepdims"):
                 return [tuple(1 if i in axes else d for i, d in enumerate(shape))]
             return [tuple(d for i, d in enumerate(shape) if i not in axes)]
 
-        def run_float(self, node, g, xs):
+        def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
             y = float_reduce(op_type, xs[0], self.axes(node, g), bool(self.attr(node, "keepdims")))
             return [np.asarray(y).astype(np.float32)]
 
-        def macs(self, node, g):
+        def macs(self, node: Node, g: Graph) -> int:
             return g.tensors[node.inputs[0]].size
 
-        def count(self, node, g) -> int:
+        def count(self, node: Node, g: Graph) -> int:
             shape = g.tensors[node.inputs[0]].shape
             return int(np.prod([shape[a] for a in self.axes(node, g)], dtype=np.int64))
 
-        def quantize(self, node, g):
+        def quantize(self, node: Node, g: Graph) -> None:
             require(op_type not in FLOAT_ONLY, node, "has no int8 rule: build it with --precision fp32")
             n = self.count(node, g)
             limit, what = (SQUARED_MAX_COUNT, "squares") if op_type in SQUARED else (SUM_MAX_COUNT, "sums")
@@ -160,7 +160,7 @@ def make_reduce(op_type: str) -> type[OpDef]:
             mult, shift = quantize_multiplier(real)
             node.q = {"zx": zx, "zy": zy, "mult": mult, "shift": shift, "scale": float(np.float32(sy / sx))}
 
-        def run_int(self, node, g, xs):
+        def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
             q = node.q
             acc = int_accumulate(op_type, xs[0].astype(np.int64) - q["zx"], self.axes(node, g))
             if op_type == "ReduceL2":
@@ -169,7 +169,7 @@ def make_reduce(op_type: str) -> type[OpDef]:
                 y = clamp_int8(requant(acc, q["mult"], q["shift"]) + q["zy"])
             return [y.reshape(self.infer(node, g)[0])]
 
-        def lower(self, node, g, precision):
+        def lower(self, node: Node, g: Graph, precision: str):
             groups = reduce_groups(g.tensors[node.inputs[0]].shape, self.axes(node, g))
             geometry = {f"d{i}": size for i, (size, _) in enumerate(groups)}
             geometry.update({f"r{i}": int(reduced) for i, (_, reduced) in enumerate(groups)})

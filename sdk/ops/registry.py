@@ -1,11 +1,14 @@
 """The op registry: every supported ONNX op is registered exactly once, by its family module."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..ir import Graph, Node, QParams
+
+if TYPE_CHECKING:  # annotations only; the kernel contract (sdk/codegen/kernel_api.py, moving to sdk/kernels)
+    from ..codegen.kernel_api import KernelCall
 
 
 class OpDef:
@@ -19,14 +22,13 @@ class OpDef:
     op_type: str = ""
     defaults: dict[str, Any] = {}
     summary: str = ""
-    # The int8 rule in a few words, for SUPPORTED_OPS.md ("" = the generic rule of output_qparams).
-    int8_rule: str = ""
     # How the output's quantization parameters are chosen: "calibrated" from observed
     # ranges, or "same" as input 0 (data movement and max pooling do not rescale).
     output_qparams: str = "calibrated"
     # An alias op's output shares its input's memory (Reshape, Flatten, ...).
     alias: bool = False
-    # The int8 rule as SUPPORTED_OPS.md states it, where the two attributes above do not say it
+    # The int8 rule in a few words, for SUPPORTED_OPS.md and `cuvil-sdk ops`, where the two
+    # attributes above do not say it ("" = what they say: int8_rule_text)
     int8_rule: str = ""
 
     def attr(self, node: Node, key: str) -> Any:
@@ -68,8 +70,9 @@ class OpDef:
         """Multiply-accumulates per inference (0 for ops that do none), for reports."""
         return 0
 
-    def lower(self, node: Node, g: Graph, precision: str) -> tuple[str, list[Any]]:
-        """The C kernel to call and its arguments (see codegen.args)."""
+    def lower(self, node: Node, g: Graph, precision: str) -> KernelCall | list[KernelCall]:
+        """The C kernel call(s) the node runs: checked calls of portable kernels, with their
+        arguments (Buf, Weight, numbers), as the kernel contract (sdk/kernels) declares them."""
         raise NotImplementedError
 
 

@@ -148,7 +148,7 @@ class ResizeBase(Remap):
     def scales_sizes(self, node: Node, g: Graph) -> tuple[list[float], list[int]]:
         raise NotImplementedError
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         mode = self.mode(node)
         require(mode in ("nearest", "linear", "bilinear", "cubic"), node,
                 f"mode '{mode}' is not supported (nearest, linear and cubic are)")
@@ -167,7 +167,7 @@ class ResizeBase(Remap):
                     f"{mode} mode resizes only the last two axes")
         super().check(node, g)
 
-    def table_dims(self, node, g):
+    def table_dims(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return [tuple(self.scales_sizes(node, g)[1])]
 
     def rois(self, node: Node, g: Graph) -> list[tuple[float, float]]:
@@ -185,7 +185,7 @@ class ResizeBase(Remap):
         return [source_coords(o, i, s, self.coord_mode(node), r)
                 for o, i, s, r in zip(sizes, shape, scales, self.rois(node, g))]
 
-    def tables(self, node, g):
+    def tables(self, node: Node, g: Graph) -> list[list[np.ndarray]]:
         shape = g.tensors[node.inputs[0]].shape
         strides = strides_of(shape)
         return [[nearest_index(c, d, self.nearest_mode(node)) * s
@@ -271,7 +271,7 @@ class ResizeBase(Remap):
                     ys=Weight("ys", ys.astype(np.int32), "int32_t"), wy=wy,
                     xs=Weight("xs", xs.astype(np.int32), "int32_t"), wx=wx, fill=self.fill(node, g, variant == "s8"))
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         if self.mode(node) == "nearest":
             return super().run_float(node, g, xs)
         if self.uses_taps(node):
@@ -291,7 +291,7 @@ class ResizeBase(Remap):
     def q_weights(frac: np.ndarray) -> np.ndarray:
         return np.round(frac * ONE).astype(np.int32)
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         if self.mode(node) == "nearest":
             return super().run_int(node, g, xs)
         if self.uses_taps(node):
@@ -308,7 +308,7 @@ class ResizeBase(Remap):
         out = (acc + (1 << (2 * WEIGHT_BITS - 1))) >> (2 * WEIGHT_BITS)
         return [out.astype(xs[0].dtype).reshape(self.infer(node, g)[0])]
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         if self.mode(node) == "nearest":
             return super().lower(node, g, precision)
         if self.uses_taps(node):
@@ -357,13 +357,13 @@ class Resize(ResizeBase):
     summary = ("nearest (4 rounding modes), linear and cubic (antialias) on the last two axes; every coordinate "
                "mode (tf_crop_and_resize: constant roi); constant scales or sizes; axes; keep_aspect_ratio_policy")
 
-    def coord_mode(self, node):
+    def coord_mode(self, node: Node) -> str:
         return str(node.attrs.get("coordinate_transformation_mode", "half_pixel"))
 
-    def nearest_mode(self, node):
+    def nearest_mode(self, node: Node) -> str:
         return str(node.attrs.get("nearest_mode", "round_prefer_floor"))
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         require(not node.attrs.get("antialias", 0) or self.mode(node) != "nearest", node,
                 "antialias applies to linear and cubic modes, not nearest")
         policy = self.aspect_policy(node)
@@ -384,7 +384,7 @@ class Resize(ResizeBase):
         require(len(set(axes)) == len(axes), node, f"axes {axes} repeat an axis")
         return axes
 
-    def rois(self, node, g):
+    def rois(self, node: Node, g: Graph) -> list[tuple[float, float]]:
         rank = len(g.tensors[node.inputs[0]].shape)
         if self.coord_mode(node) != "tf_crop_and_resize":
             return super().rois(node, g)
@@ -398,7 +398,7 @@ class Resize(ResizeBase):
             crops[a] = (roi[k], roi[len(axes) + k])
         return crops
 
-    def scales_sizes(self, node, g):
+    def scales_sizes(self, node: Node, g: Graph) -> tuple[list[float], list[int]]:
         shape = g.tensors[node.inputs[0]].shape
         axes = self.axes(node, len(shape))
         sizes_name, scales_name = optional_input(node, 3), optional_input(node, 2)
@@ -424,10 +424,10 @@ class Upsample(ResizeBase):
     op_type = "Upsample"
     summary = "opset 9 upsampling: nearest (floor) or linear, asymmetric coordinates, constant scales"
 
-    def mode(self, node):
+    def mode(self, node: Node) -> str:
         return str(node.attrs.get("mode", "nearest"))
 
-    def scales_sizes(self, node, g):
+    def scales_sizes(self, node: Node, g: Graph) -> tuple[list[float], list[int]]:
         shape = g.tensors[node.inputs[0]].shape
         scales = g.const(optional_input(node, 1)) if optional_input(node, 1) else node.attrs.get("scales")
         require(scales is not None, node, "scales must be a constant")

@@ -22,20 +22,20 @@ class Where(OpDef):
     op_type = "Where"
     summary = "cond ? a : b with a constant bool condition (up to 4-D); all-constant: folded"
 
-    def check(self, node, g):
+    def check(self, node, g) -> None:
         require(len(node.inputs) == 3, node, "needs three inputs")
         cond = g.const(node.inputs[0])
         require(cond is not None, node, "the condition must be a constant (bool tensors exist only as constants)")
         for name in node.inputs:
             require(len(g.tensors[name].shape) <= MAX_RANK, node, f"rank above {MAX_RANK} is not supported")
 
-    def infer(self, node, g):
+    def infer(self, node, g) -> list[tuple[int, ...]]:
         return [broadcast_shape(node, [g.tensors[i].shape for i in node.inputs])]
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node, g, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [np.where(xs[0].astype(bool), xs[1], xs[2])]  # folded: int64 shapes stay int64
 
-    def quantize(self, node, g):
+    def quantize(self, node, g) -> None:
         sy, zy = qparams_of(g, node.outputs[0])
         parts = []
         for name in node.inputs[1:]:
@@ -48,13 +48,13 @@ class Where(OpDef):
             parts.append({"zx": zx, "mult": mult, "shift": shift, "codes": codes})
         node.q = {"zy": zy, "parts": parts}
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node, g, xs: list[np.ndarray]) -> list[np.ndarray]:
         q = node.q
         ys = [clamp_int8(requant((x if p["codes"] is None else p["codes"]).astype(np.int64) - p["zx"], p["mult"],
                                  p["shift"]) + q["zy"]) for x, p in zip(xs[1:], q["parts"])]
         return [np.where(xs[0].astype(bool), ys[0], ys[1]).astype(np.int8)]
 
-    def operand(self, node, g, index: int, precision: str):
+    def operand(self, node, g, index: int, precision: str) -> Weight | Buf:
         name = node.inputs[index]
         t = g.tensors[name]
         if not t.is_const:
@@ -63,7 +63,7 @@ class Where(OpDef):
             return Weight(f"in{index}", node.q["parts"][index - 1]["codes"], "int8_t")
         return Weight(f"in{index}", t.data.astype(np.float32), "float")
 
-    def lower(self, node, g, precision):
+    def lower(self, node, g, precision: str):
         out = g.tensors[node.outputs[0]].shape
         geometry = {f"d{i}": d for i, d in enumerate((1,) * (MAX_RANK - len(out)) + tuple(out))}
         for key, name in zip(("sc", "sa", "sb"), node.inputs):

@@ -40,13 +40,13 @@ class Alias(OpDef):
     alias = True
     output_qparams = "same"
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [reshape_samples(xs[0], g.tensors[node.outputs[0]].shape)]
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [reshape_samples(xs[0], g.tensors[node.outputs[0]].shape)]
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         return call("copy", **io_args(node), nbytes=g.tensors[node.inputs[0]].nbytes)
 
 
@@ -56,10 +56,10 @@ class Reshape(Alias):
     summary = "reshape to a constant shape (0 copies a dimension, -1 is inferred)"
     defaults = {"allowzero": 0}
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         require(len(node.inputs) > 1 and g.const(node.inputs[1]) is not None, node, "the shape must be a constant")
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         src = g.tensors[node.inputs[0]].shape
         target = [int(v) for v in g.const(node.inputs[1]).reshape(-1)]
         require(min(target, default=0) >= -1 and target.count(-1) <= 1, node,
@@ -82,7 +82,7 @@ class Flatten(Alias):
     summary = "flatten to 2-D at `axis`"
     defaults = {"axis": 1}
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         src = g.tensors[node.inputs[0]].shape
         axis = self.attr(node, "axis")
         require(-len(src) <= axis <= len(src), node, f"axis {axis} is out of range for rank {len(src)}")
@@ -95,7 +95,7 @@ class Squeeze(Alias):
     op_type = "Squeeze"
     summary = "remove size-1 dimensions"
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         src = g.tensors[node.inputs[0]].shape
         axes = axes_of(node, g)
         axes = [i for i, d in enumerate(src) if d == 1] if axes is None else [a % len(src) for a in axes]
@@ -109,7 +109,7 @@ class Unsqueeze(Alias):
     op_type = "Unsqueeze"
     summary = "insert size-1 dimensions"
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         src = list(g.tensors[node.inputs[0]].shape)
         axes = axes_of(node, g)
         require(axes is not None, node, "axes are required")
@@ -124,7 +124,7 @@ class Identity(Alias):
     op_type = "Identity"
     summary = "no-op (removed by the passes)"
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return [g.tensors[node.inputs[0]].shape]
 
 
@@ -133,10 +133,10 @@ class Dropout(Alias):
     op_type = "Dropout"
     summary = "inference no-op (removed by the passes); the mask output is not supported"
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         require(len([o for o in node.outputs if o]) == 1, node, "the mask output is not supported")
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return [g.tensors[node.inputs[0]].shape]
 
 
@@ -160,21 +160,21 @@ class Transpose(OpDef):
         rank = len(g.tensors[node.inputs[0]].shape)
         return list(node.attrs.get("perm", list(reversed(range(rank)))))
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         rank = len(g.tensors[node.inputs[0]].shape)
         node.attrs["perm"] = self.perm(node, g)  # explicit from here on: the layout pass composes perms
         require(sorted(self.perm(node, g)) == list(range(rank)), node, "perm is not a permutation")
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         src = g.tensors[node.inputs[0]].shape
         return [tuple(src[p] for p in self.perm(node, g))]
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [np.ascontiguousarray(xs[0].transpose(self.perm(node, g)))]
 
     run_int = run_float
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         shape, perm = g.tensors[node.inputs[0]].shape, self.perm(node, g)
         if len(shape) > MAX_RANK:  # output axis k reads input axis perm[k] with its stride
             strides = strides_of(shape)
@@ -189,7 +189,7 @@ class Concat(OpDef):
     op_type = "Concat"
     summary = "join along an axis (int8: each input requantized to the output's scale)"
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         require("axis" in node.attrs, node, "axis is required")
         require(not all(g.tensors[name].is_const for name in node.inputs), node,
                 "every input is constant (constant folding should have removed this node)")
@@ -199,7 +199,7 @@ class Concat(OpDef):
     def axis(self, node: Node, g: Graph) -> int:
         return node.attrs["axis"] % len(g.tensors[node.inputs[0]].shape)
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         axis = self.axis(node, g)
         shapes = [g.tensors[i].shape for i in node.inputs]
         for s in shapes:
@@ -209,10 +209,10 @@ class Concat(OpDef):
         out[axis] = sum(s[axis] for s in shapes)
         return [tuple(out)]
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [np.concatenate(xs, axis=self.axis(node, g))]
 
-    def quantize(self, node, g):
+    def quantize(self, node: Node, g: Graph) -> None:
         sy, zy = qparams_of(g, node.outputs[0])
         parts = []
         for name in node.inputs:
@@ -227,7 +227,7 @@ class Concat(OpDef):
             parts.append({"zx": zx, "mult": mult, "shift": shift, "const": None})
         node.q = {"zy": zy, "parts": parts}
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         q = node.q
         xs = [x if p["const"] is None else p["const"] for x, p in zip(xs, q["parts"])]
         ys = [clamp_int8(requant(x.astype(np.int64) - p["zx"], p["mult"], p["shift"]) + q["zy"])
@@ -243,7 +243,7 @@ class Concat(OpDef):
             return Weight(f"in{i}", node.q["parts"][i]["const"], "int8_t")
         return Weight(f"in{i}", t.data.astype(np.float32), "float")
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         axis = self.axis(node, g)
         out_shape = g.tensors[node.outputs[0]].shape
         outer = int(np.prod(out_shape[:axis], dtype=np.int64))
@@ -298,7 +298,7 @@ class Pad(OpDef):
             full[a], full[a + rank] = pads[j], pads[j + len(axes)]
         return full
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         mode = node.attrs.get("mode", "constant")
         require(mode in PAD_MODES, node, f"mode '{mode}' is not supported (only {', '.join(PAD_MODES)})")
         rank = len(g.tensors[node.inputs[0]].shape)
@@ -306,7 +306,7 @@ class Pad(OpDef):
         pads, _ = self.pads_value(node, g)
         require(len(pads) == 2 * rank and min(pads) >= 0, node, "pads must be non-negative, two per dimension")
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         src = g.tensors[node.inputs[0]].shape
         pads, _ = self.pads_value(node, g)
         r = len(src)
@@ -323,17 +323,17 @@ class Pad(OpDef):
             return np.pad(x, self.np_pads(node, g), constant_values=value)
         return np.pad(x, self.np_pads(node, g), mode=mode)  # numpy's edge, reflect and wrap are ONNX's
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [self.padded(node, g, xs[0], self.pads_value(node, g)[1])]
 
-    def quantize(self, node, g):
+    def quantize(self, node: Node, g: Graph) -> None:
         s, z = qparams_of(g, node.inputs[0])
         node.q = {"value": int(quantize_float(np.array([self.pads_value(node, g)[1]]), s, z)[0])}
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [self.padded(node, g, xs[0], node.q["value"])]
 
-    def lower(self, node, g, precision):
+    def lower(self, node: Node, g: Graph, precision: str):
         src = g.tensors[node.inputs[0]].shape
         lead = MAX_RANK - len(src)
         shape4 = [1] * lead + list(src)
@@ -352,8 +352,8 @@ class Constant(OpDef):
     op_type = "Constant"
     summary = "a constant tensor (folded into the weights by the frontend)"
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return [tuple(node.attrs["value"].shape)]
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [node.attrs["value"]]

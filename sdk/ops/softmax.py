@@ -46,18 +46,18 @@ class SoftmaxBase(OpDef):
     def fixed_qparams(self, node, g) -> QParams:
         return per_tensor(*self.output_q)
 
-    def check(self, node, g):
+    def check(self, node, g) -> None:
         rank = len(g.tensors[node.inputs[0]].shape)
         axis = self.attr(node, "axis")
         require(-rank <= axis < max(rank, 1), node, f"axis {axis} is out of range for a {rank}-D input")
 
-    def infer(self, node, g):
+    def infer(self, node, g) -> list[tuple[int, ...]]:
         return [g.tensors[node.inputs[0]].shape]
 
     def geometry(self, node, g) -> tuple[int, int, int]:
         return axis_geometry(g.tensors[node.inputs[0]].shape, self.attr(node, "axis"))
 
-    def float_steps(self, node, xs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def float_steps(self, node, xs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(x - max, exp(x - max), their sum) along the axis (float64, keepdims)."""
         axis = self.attr(node, "axis")
         x = xs[0].astype(np.float64)
@@ -65,7 +65,7 @@ class SoftmaxBase(OpDef):
         e = np.exp(shifted)
         return shifted, e, e.sum(axis=axis, keepdims=True)
 
-    def int_steps(self, node, xs) -> tuple[np.ndarray, np.ndarray]:
+    def int_steps(self, node, xs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """(d, S): d = max - x along the axis, S = sum of EXP[d] along it (keepdims)."""
         axis = self.attr(node, "axis")
         x = xs[0].astype(np.int32)
@@ -83,19 +83,19 @@ class Softmax(SoftmaxBase):
     summary = "softmax along any axis"
     int8_rule = "integer exp table and division; output scale 1/256"
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node, g, xs: list[np.ndarray]) -> list[np.ndarray]:
         _, e, total = self.float_steps(node, xs)
         return [(e / total).astype(np.float32)]
 
-    def quantize(self, node, g):
+    def quantize(self, node, g) -> None:
         node.q = {"exp": exp_table(qparams_of(g, node.inputs[0])[0])}
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node, g, xs: list[np.ndarray]) -> list[np.ndarray]:
         d, s = self.int_steps(node, xs)
         e = node.q["exp"][d].astype(np.int64)
         return [clamp_int8((512 * e + s) // (2 * s) - 128)]
 
-    def lower(self, node, g, precision):
+    def lower(self, node, g, precision: str):
         io = self.lower_io(node, g)
         if precision == "int8":
             return call("softmax_s8", **io, exp_table=Weight("exp", node.q["exp"], "int32_t"))
@@ -109,11 +109,11 @@ class LogSoftmax(SoftmaxBase):
     int8_rule = "integer exp table and log thresholds; output scale 16/256"
     output_q = (LOG_SCALE, LOG_ZERO)
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node, g, xs: list[np.ndarray]) -> list[np.ndarray]:
         shifted, _, total = self.float_steps(node, xs)
         return [(shifted - np.log(total)).astype(np.float32)]
 
-    def quantize(self, node, g):
+    def quantize(self, node, g) -> None:
         sx = qparams_of(g, node.inputs[0])[0]
         steps = np.minimum(np.round(np.arange(256) * float(sx) / LOG_SCALE), 256).astype(np.int32)
         j = np.arange(1, THRESHOLDS + 1, dtype=np.float64)
@@ -122,12 +122,12 @@ class LogSoftmax(SoftmaxBase):
         node.q = {"exp": exp_table(sx), "steps": steps,
                   "thresholds": np.minimum(limits, THRESHOLD_CAP).astype(np.int64)}
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node, g, xs: list[np.ndarray]) -> list[np.ndarray]:
         d, s = self.int_steps(node, xs)
         logs = (s[..., None] >= node.q["thresholds"]).sum(axis=-1)
         return [clamp_int8(LOG_ZERO - node.q["steps"][d] - logs)]
 
-    def lower(self, node, g, precision):
+    def lower(self, node, g, precision: str):
         io = self.lower_io(node, g)
         if precision == "int8":
             q = node.q

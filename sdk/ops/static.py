@@ -38,7 +38,7 @@ class Static(OpDef):
     # Shape and Size read only their input's (static) shape, not its values
     reads_shape_only = False
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         runtime = [i for i in node.inputs if i and not g.tensors[i].is_const]
         require(not runtime, node, f"input '{runtime[0] if runtime else ''}' is computed at run time; this op "
                                    f"is only supported on constants (folded at compile time: non-float tensors "
@@ -47,7 +47,7 @@ class Static(OpDef):
     def values(self, node: Node, g: Graph) -> list[np.ndarray]:
         return self.run_float(node, g, compile_time_inputs(node, g))
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return [tuple(v.shape) for v in self.values(node, g)]
 
 
@@ -56,10 +56,11 @@ class Elementwise(Static):
 
     function = staticmethod(np.equal)
 
-    def infer(self, node, g):  # from the shapes alone: two constants may broadcast to something huge
+    # from the shapes alone: two constants may broadcast to something huge
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return [broadcast_shape(node, [g.tensors[i].shape for i in node.inputs if i])]
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(self.function(*xs))]
 
 
@@ -78,7 +79,7 @@ class ShapeReader(Static):
 
     reads_shape_only = True
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         pass
 
 
@@ -87,7 +88,7 @@ class Shape(ShapeReader):
     op_type = "Shape"
     summary = "the (static) shape of any tensor, as an int64 constant; start/end (opset 15)"
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         start, end = node.attrs.get("start", 0), node.attrs.get("end")
         return [np.array(xs[0].shape[slice(start, end)], dtype=np.int64)]
 
@@ -97,7 +98,7 @@ class Size(ShapeReader):
     op_type = "Size"
     summary = "the (static) element count of any tensor, as an int64 constant"
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [np.array(xs[0].size, dtype=np.int64)]
 
 
@@ -116,11 +117,11 @@ class Range(Static):
         require(float(values[2].reshape(-1)[0]) != 0, node, "delta must not be 0")
         return tuple(v.reshape(()) for v in values)
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         start, limit, delta = (float(v) for v in self.scalars(node, g))
         return [(range_count(start, limit, delta),)]
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         start, limit, delta = self.scalars(node, g)
         count = range_count(float(start), float(limit), float(delta))
         return [(start + np.arange(count) * delta).astype(start.dtype)]
@@ -131,12 +132,12 @@ class ConstantOfShape(Static):
     op_type = "ConstantOfShape"
     summary = "a constant filled with `value` (float 0 by default)"
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         shape = [int(d) for d in g.tensors[node.inputs[0]].data.reshape(-1)]
         require(min(shape, default=0) >= 0, node, f"shape {shape} has a negative dimension")
         return [tuple(shape)]
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         value = node.attrs.get("value", np.zeros(1, np.float32))
         value = np.asarray(value).reshape(-1)
         require(value.size == 1, node, "value must hold one element")
@@ -147,7 +148,7 @@ class ArgBase(Static):
     defaults = {"axis": 0, "keepdims": 1, "select_last_index": 0}
     pick = staticmethod(np.argmax)
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         x = xs[0]
         require(x.ndim > 0, node, "the input must have at least one dimension")
         axis = int(self.attr(node, "axis"))
@@ -187,19 +188,19 @@ class Cast(Alias):
                 node, f"cast to type {to} is not supported")
         return np.dtype(helper.tensor_dtype_to_np_dtype(to))
 
-    def check(self, node, g):
+    def check(self, node: Node, g: Graph) -> None:
         require(self.target(node) == np.float32, node, "a tensor computed at run time can only be cast to float "
                                                        "(non-float tensors exist only as constants)")
 
-    def infer(self, node, g):
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return [g.tensors[node.inputs[0]].shape]
 
-    def run_float(self, node, g, xs):
+    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         target = self.target(node)
         if target == np.bool_ or xs[0].dtype.kind != "f" or target.kind == "f":
             return [xs[0].astype(target)]
         with np.errstate(invalid="ignore", over="ignore"):  # ONNX: float to int truncates towards zero
             return [np.trunc(xs[0]).astype(target)]
 
-    def run_int(self, node, g, xs):
+    def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [xs[0]]
