@@ -8,7 +8,6 @@ targets folder is a copy holding the bad file (boards.TARGETS_DIR pointed at it)
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
