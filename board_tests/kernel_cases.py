@@ -39,11 +39,11 @@ except ModuleNotFoundError:  # a plain checkout: the package is the sdk/ folder
 
 from cuvil_sdk.boards import get_board  # noqa: E402
 from cuvil_sdk.commands import do_build  # noqa: E402
-from cuvil_sdk.compiler import CompileRequest  # noqa: E402
 from cuvil_sdk.data import load_samples  # noqa: E402
 from cuvil_sdk.frontend import load_model  # noqa: E402
 from cuvil_sdk.ir import Graph  # noqa: E402
 from cuvil_sdk.passes import optimize  # noqa: E402
+from cuvil_sdk.request import CompileRequest  # noqa: E402
 from cuvil_sdk.profiles import get_profile  # noqa: E402
 from cuvil_sdk.quant.calibrate import calibrate  # noqa: E402
 from cuvil_sdk.quant.quantize import needs_calibration, quantize_graph  # noqa: E402

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from cuvil_sdk.boards import get_board
-from cuvil_sdk.compiler import CompileRequest, frontend_and_passes, quantize
+from cuvil_sdk.compiler import frontend_and_passes, quantize
+from cuvil_sdk.request import CompileRequest
 from cuvil_sdk.profiles import get_profile
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "sdk" / "examples"

@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from cuvil_sdk.boards import get_board
-from cuvil_sdk.compiler import CompileRequest
+from cuvil_sdk.request import CompileRequest
 from cuvil_sdk.plugins import plugins_loaded
 from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_float, run_quantized_model

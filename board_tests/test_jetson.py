@@ -42,7 +42,7 @@ from cuvil_sdk.codegen.kernel_sets import KERNEL_SETS
 from cuvil_sdk.codegen.kernel_sets_loader import load_all
 from cuvil_sdk.codegen.cuda_emulator import build_emulator
 from cuvil_sdk.commands import do_build
-from cuvil_sdk.compiler import CompileRequest
+from cuvil_sdk.request import CompileRequest
 from cuvil_sdk.errors import ToolError
 from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_float, run_int, run_quantized_model

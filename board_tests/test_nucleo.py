@@ -94,7 +94,7 @@ def serial_build(tmp_path_factory) -> dict:
     """The serial test harness image (what `validate --port` flashes), built as the CLI builds it."""
     from cuvil_sdk.boards import serial_harness_board
     from cuvil_sdk.commands import do_build
-    from cuvil_sdk.compiler import CompileRequest
+    from cuvil_sdk.request import CompileRequest
     from cuvil_sdk.profiles import get_profile
     examples = Path(__file__).resolve().parents[1] / "sdk" / "examples"
     req = CompileRequest(model=examples / "digits_cnn.onnx", board=serial_harness_board(get_board(BOARD)),

@@ -28,7 +28,7 @@ import simd_cases as sc
 from cuvil_sdk import runtime
 from cuvil_sdk.boards import Board, get_board
 from cuvil_sdk.commands import do_build, run_samples
-from cuvil_sdk.compiler import CompileRequest
+from cuvil_sdk.request import CompileRequest
 from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_float, run_quantized_model
 from tools import missing_tools

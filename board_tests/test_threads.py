@@ -32,7 +32,8 @@ from cuvil_sdk import runtime
 from cuvil_sdk.boards import get_board
 from cuvil_sdk.codegen import simd_layout
 from cuvil_sdk.commands import do_build, run_samples
-from cuvil_sdk.compiler import MAX_THREADS, CompileRequest, check_threads
+from cuvil_sdk.compiler import MAX_THREADS, check_threads
+from cuvil_sdk.request import CompileRequest
 from cuvil_sdk.errors import UsageError
 from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_quantized_model

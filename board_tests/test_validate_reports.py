@@ -155,7 +155,7 @@ def wide_outlier_model(path):
 @pytest.mark.slow
 def test_lite_accuracy_target_uses_16x8_layers_bit_exact_on_cortex_m7(work):
     from cuvil_sdk.boards import get_board
-    from cuvil_sdk.compiler import CompileRequest
+    from cuvil_sdk.request import CompileRequest
     from cuvil_sdk.profiles import get_profile
     from models import reference_graph
     from cuvil_sdk.reference import run_quantized_model

@@ -22,7 +22,7 @@ import cuvil_sdk
 from cuvil_sdk import runtime
 from cuvil_sdk.boards import get_board
 from cuvil_sdk.commands import do_compile
-from cuvil_sdk.compiler import CompileRequest
+from cuvil_sdk.request import CompileRequest
 from cuvil_sdk.errors import BudgetError, ModelError
 from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_quantized_model

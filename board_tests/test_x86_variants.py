@@ -34,7 +34,7 @@ import x86_bochs
 from cuvil_sdk import runtime
 from cuvil_sdk.boards import get_board
 from cuvil_sdk.commands import do_build
-from cuvil_sdk.compiler import CompileRequest
+from cuvil_sdk.request import CompileRequest
 from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_int
 

@@ -8,12 +8,12 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 def __getattr__(name: str):
     """`cuvil_sdk.register_op` and `cuvil_sdk.replace_kernel`: the plugin API (sdk/plugins.py);
-    `cuvil_sdk.build` and `BuildResult`: the Python API (sdk/api.py); imported on first use so
+    `cuvil_sdk.build`, `BuildResult` and `cuvil_sdk.compile`: the Python API (sdk/api.py); imported on first use so
     that `import cuvil_sdk` stays light."""
     if name in ("register_op", "replace_kernel"):
         from . import plugins
         return getattr(plugins, name)
-    if name in ("build", "BuildResult"):
+    if name in ("build", "BuildResult", "compile", "CompiledModel"):
         from . import api
         return getattr(api, name)
     raise AttributeError(f"module 'cuvil_sdk' has no attribute {name!r}")

@@ -15,77 +15,17 @@ SDK's exception types (sdk/errors.py) with the CLI's messages.
 """
 from __future__ import annotations
 
-import argparse
-import contextlib
+import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 from .errors import UsageError
-
-OPTIONS = ("precision", "calib", "calib_method", "name", "accuracy_target", "int16_layers", "input_shape",
-           "threads", "plugins", "out_dir", "jobs", "input_layout", "weight_layout", "weights", "weights_region",
-           "arena_region")
-
-
-@contextlib.contextmanager
-def calib_file(calib: Any) -> Iterator[str | None]:
-    """`calib` as the CLI takes it: a path or "random" as given; a numpy array (or a dict of
-    arrays by input name) is written to a temporary .npy (.npz) for the build."""
-    if calib is None or isinstance(calib, (str, Path)):
-        yield None if calib is None else str(calib)
-        return
-    with tempfile.TemporaryDirectory(prefix="cuvil-calib-") as tmp:
-        if isinstance(calib, dict):
-            path = Path(tmp) / "calib.npz"
-            np.savez(path, **{k: np.asarray(v) for k, v in calib.items()})
-        else:
-            path = Path(tmp) / "calib.npy"
-            np.save(path, np.asarray(calib))
-        yield str(path)
-
-
-def input_shape_specs(value: Any) -> list[str] | None:
-    """input_shape as "NAME=1x3x32x32", a list of those, or {name: (1, 3, 32, 32)}."""
-    if value is None or isinstance(value, list):
-        return value
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [f"{k}={'x'.join(str(int(d)) for d in v)}" for k, v in value.items()]
-    raise UsageError(f"input_shape must be 'NAME=1x3x32x32', a list of those or a dict, not {type(value).__name__}")
-
-
-def namespace(model: str | Path, board: str, profile: str | None, options: dict[str, Any], calib: str | None):
-    """The options as the CLI's parsed arguments, defaults and checks included."""
-    from .boards import get_board
-    from .preflight import check_options
-    from .project_file import check_required, with_defaults
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise UsageError(f"build() got an unknown option '{unknown[0]}' (options: {', '.join(OPTIONS)})")
-    int16 = options.get("int16_layers")
-    plugins = options.get("plugins")
-    args = argparse.Namespace(
-        command="build", model=str(model), board=board,
-        profile=profile or (list(get_board(board).profiles) or [None])[0],
-        precision=options.get("precision"), calib=calib, calib_method=options.get("calib_method"),
-        name=options.get("name"), accuracy_target=options.get("accuracy_target"),
-        int16_layers=",".join(int16) if isinstance(int16, (list, tuple)) else int16,
-        input_shape=input_shape_specs(options.get("input_shape")),
-        plugin=[plugins] if isinstance(plugins, str) else list(plugins or []),
-        threads=options.get("threads"), out_dir=str(options["out_dir"]) if options.get("out_dir") else None,
-        jobs=options.get("jobs"), json=False, run=False, misplaced_output=None, config=None,
-        input_layout=options.get("input_layout") or "nchw", weight_layout=options.get("weight_layout"),
-        weights=options.get("weights"), weights_region=options.get("weights_region"),
-        arena_region=options.get("arena_region"))
-    with_defaults(args)
-    check_required(args)
-    check_options(args)
-    return args
+from .preflight import check_request
+from .request import OPTIONS, new_request
 
 
 class BuildResult:
@@ -141,13 +81,97 @@ def build(model: str | Path, *, board: str, profile: str | None = None, **option
     `cuvil-sdk build` does; options as on the CLI, underscores for dashes. `calib` may be a
     path, "random", a numpy array or {input name: array}. Raises the SDK's errors
     (sdk/errors.py: UsageError, ModelError, BudgetError, ToolError, ...) with the CLI's messages."""
-    from .cli import out_dir_of
-    from .commands import do_build, make_request
-    with calib_file(options.pop("calib", None)) as calib:
-        args = namespace(model, board, profile, options, calib)
-        req = make_request(args)
-        info = do_build(req, out_dir_of(args, req), args.jobs)
-    return BuildResult(req, info)
+    from .commands import do_build
+    req = new_request(model, board=board, profile=profile, progress=sys.stderr.isatty(), **options)
+    check_request(req)
+    return BuildResult(req, do_build(req, req.output_folder(), req.jobs))
 
 
-__all__ = ["build", "BuildResult"]
+class CompiledModel:
+    """What `cuvil_sdk.compile` returns: call it with an array (one-input model) or {input name:
+    array}, an optional leading sample axis, and it runs the built artifact where the board runs
+    (natively for host boards, under QEMU otherwise), as `cuvil-sdk run` does: {output name: array}.
+    `build` is the BuildResult (artifacts, report, load())."""
+
+    def __init__(self, build: BuildResult) -> None:
+        self.build = build
+
+    def __call__(self, x: Any) -> dict[str, np.ndarray]:
+        return self.build.run(x)
+
+    def __repr__(self) -> str:
+        return f"<CompiledModel {self.build.info['name']} for {self.build.board.name}>"
+
+
+def is_torch_module(model: Any) -> bool:
+    """A torch.nn.Module, known by its class's ancestry (so torch is imported only to export it)."""
+    return any(c.__name__ == "Module" and c.__module__.startswith("torch.nn") for c in type(model).__mro__)
+
+
+def torch_export(module: Any, example_inputs: Any, folder: Path) -> Path:
+    """The module as ONNX, written by torch.onnx.export (weights may go to a file beside it)."""
+    try:
+        import torch
+    except ImportError:
+        raise UsageError("compiling a torch.nn.Module needs PyTorch: pip install torch onnxscript (or pass an "
+                         "ONNX file or an onnx.ModelProto)") from None
+    args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
+    args = tuple(a if isinstance(a, torch.Tensor) else torch.as_tensor(np.asarray(a)) for a in args)
+    path = folder / f"{type(module).__name__.lower()}.onnx"
+    try:
+        torch.onnx.export(module.eval(), args, str(path))
+    except ModuleNotFoundError as exc:  # the exporter's own dependencies (onnxscript)
+        raise UsageError(f"torch.onnx.export needs the package '{exc.name}': pip install {exc.name}") from None
+    return path
+
+
+def model_file(model: Any, example_inputs: Any, folder: Path) -> Path:
+    """`model` as an ONNX file: a path as it is; an onnx.ModelProto or a torch.nn.Module written
+    into `folder`."""
+    if isinstance(model, (str, Path)):
+        return Path(model)
+    import onnx
+    if isinstance(model, onnx.ModelProto):
+        path = folder / "model.onnx"
+        onnx.save(model, str(path))
+        return path
+    if is_torch_module(model):
+        return torch_export(model, example_inputs, folder)
+    raise UsageError(f"model must be an ONNX file path, an onnx.ModelProto or a torch.nn.Module, "
+                     f"not {type(model).__name__}")
+
+
+def as_arrays(example_inputs: Any) -> Any:
+    """Example inputs as numpy (torch tensors and tuples of them included): the calibration samples."""
+    def array(a: Any) -> np.ndarray:
+        return np.asarray(a.detach().cpu().numpy() if hasattr(a, "detach") else a)
+    if isinstance(example_inputs, dict):
+        return {k: array(v) for k, v in example_inputs.items()}
+    if isinstance(example_inputs, tuple) and len(example_inputs) == 1:
+        return array(example_inputs[0])
+    if isinstance(example_inputs, tuple):
+        raise UsageError("several example inputs: pass {input name: array} (the model's input names)")
+    return array(example_inputs)
+
+
+def compile(model: Any, example_inputs: Any, *, board: str, profile: str | None = None,
+            **options: Any) -> CompiledModel:
+    """Compile and build `model` (an ONNX path, an onnx.ModelProto, or a torch.nn.Module, exported
+    with torch.onnx.export on `example_inputs` when torch is installed) for `board`, and return
+    a callable that runs it there. `example_inputs` (an array, a tuple of one, or {input name:
+    array}) are the calibration samples of an int8 build of a float model unless `calib=` is
+    given: pass many real samples for representative scales. Other options as for build()."""
+    with tempfile.TemporaryDirectory(prefix="cuvil-model-") as tmp:
+        path = model_file(model, example_inputs, Path(tmp))
+        options.setdefault("calib", as_arrays(example_inputs))
+        result = build(path, board=board, profile=profile, **options)
+        if path.parent == Path(tmp):  # the model goes with its build: running it reads its inputs' shapes
+            kept = Path(result.info["out_dir"]) / "model"
+            kept.mkdir(exist_ok=True)
+            for file in Path(tmp).iterdir():
+                shutil.move(str(file), kept / file.name)
+            result.request.model = kept / path.name
+    return CompiledModel(result)
+
+
+__all__ = ["build", "compile", "BuildResult", "CompiledModel", "OPTIONS"]

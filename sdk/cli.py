@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import CuvilError, UsageError
+from .preflight import Command
 from .quant.calibrate import METHODS
 
 
@@ -198,13 +199,6 @@ def human_build(info: dict) -> str:
     return "\n".join(lines)
 
 
-def out_dir_of(args: argparse.Namespace, req) -> Path:
-    from . import commands
-    if args.out_dir:
-        return Path(args.out_dir)
-    return commands.default_out_dir(req.model, req.board, req.profile.name)
-
-
 def do_list(args: argparse.Namespace) -> None:
     from . import commands
     if args.command == "boards":
@@ -226,7 +220,7 @@ def do_compile(plan) -> None:
     from . import commands
     args = plan.runs[0]
     req = commands.make_request(args)
-    info = commands.do_compile(req, out_dir_of(args, req))
+    info = commands.do_compile(req, req.output_folder())
     report = {k: info[k] for k in ("name", "board", "profile", "precision", "arena_bytes", "weight_bytes", "out_dir",
                                    "fallbacks")}
     emit(report, args.json, f"generated {info['name']} in {info['out_dir']} (arena {info['arena_bytes']} B)")
@@ -241,13 +235,13 @@ def do_build(plan) -> None:
         emit(report, args.json, human_image(info, report))
         return
     if len(plan.runs) > 1:  # several models, each built on its own (not one firmware board)
-        infos = [commands.do_build(req, out_dir_of(run, req), run.jobs)
-                 for run, req in ((run, commands.make_request(run)) for run in plan.runs)]
+        infos = [commands.do_build(req, req.output_folder(), req.jobs)
+                 for req in (commands.make_request(run) for run in plan.runs)]
         emit({"models": [commands.summary_of_build(i) for i in infos]}, args.json,
              "\n".join(human_build(i) for i in infos))
         return
     req = commands.make_request(args)
-    info = commands.do_build(req, out_dir_of(args, req), args.jobs)
+    info = commands.do_build(req, req.output_folder(), req.jobs)
     report = commands.summary_of_build(info)
     human = human_build(info)
     if args.run:
@@ -326,10 +320,32 @@ COMMANDS = {"boards": do_list, "profiles": do_list, "flash": do_flash, "ops": do
 MODEL_COMMANDS = {"compile": do_compile, "build": do_build, "run": do_run, "validate": do_validate}
 
 
+def command_of(args: argparse.Namespace, command: str | None = None) -> Command:
+    """The parsed options preflight checks, as plain values (`command` overrides the parsed one:
+    the models of an image that run/validate does not select are only built)."""
+    return Command(command=command or args.command, board=getattr(args, "board", None),
+                   model=getattr(args, "model", None), precision=getattr(args, "precision", None),
+                   accuracy_target=getattr(args, "accuracy_target", None),
+                   int16_layers=getattr(args, "int16_layers", None), run=bool(getattr(args, "run", False)),
+                   remote=bool(getattr(args, "port", None) or getattr(args, "place", None)),
+                   per_layer=bool(getattr(args, "per_layer", False)), output=getattr(args, "output", None),
+                   misplaced_output=getattr(args, "misplaced_output", None))
+
+
+def check_plan(plan) -> None:
+    """Every model of the command (sdk/project_file.py's Plan) through preflight before any work;
+    in an image, the models run/validate does not select are only built."""
+    from .preflight import check_command, check_image
+    for i, args in enumerate(plan.runs):
+        check_command(command_of(args, None if i == plan.selected else "build"))
+    if plan.image:
+        check_image(plan.runs[0].board)
+
+
 def dispatch(args: argparse.Namespace) -> None:
-    from .preflight import check_options, check_plan
+    from .preflight import check_command
     if args.command not in MODEL_COMMANDS:
-        check_options(args)
+        check_command(command_of(args))
         COMMANDS[args.command](args)
         return
     from .boards import get_board

@@ -12,14 +12,15 @@ from pathlib import Path
 import numpy as np
 
 from . import PACKAGE_DIR
-from .boards import Board, all_boards, get_board
+from .boards import Board, all_boards
 from .scons_build import artifacts, run_scons
-from .compiler import KEPT_ON_FAILURE, CompileRequest, StagedOutput, compile_into, compile_model
+from .compiler import KEPT_ON_FAILURE, StagedOutput, compile_into, compile_model
 from .data import load_samples, require_file, write_outputs
 from .errors import BudgetError, ToolError, UsageError
 from .frontend import load_model
-from .profiles import all_profiles, get_profile
+from .profiles import all_profiles
 from .reports import write_report
+from .request import OPTIONS, CompileRequest, new_request
 
 EXAMPLES = PACKAGE_DIR / "examples"
 EXAMPLE_MODEL = EXAMPLES / "digits_cnn.onnx"
@@ -365,30 +366,20 @@ def list_ops(plugins: list[str] | None) -> dict:
 
 
 def make_request(args) -> CompileRequest:
-    from .frontend import parse_input_shapes
-    from .plugins import load_plugins
-    plugins = list(getattr(args, "plugin", None) or [])
-    load_plugins(plugins)  # before anything reads the model
-    board = get_board(args.board)
-    profile = get_profile(args.profile)
-    model = Path(args.model) if getattr(args, "model", None) else None
-    calib = getattr(args, "calib", None)
-    if model is None:
+    """The request of one model of a parsed command line (cuvil.toml merged in): the same
+    constructor as the Python API's, with `build`'s bundled example when no model is given."""
+    model, calib = getattr(args, "model", None), getattr(args, "calib", None)
+    if not model:
         if args.command != "build":
             raise UsageError("--model is required")
         model, calib = bundled_example(calib)
-    if calib not in (None, "random"):
-        require_file(Path(calib), "--calib")
-    return CompileRequest(model=model.resolve() if model.exists() else model, board=board, profile=profile,
-                          precision=args.precision, calib=calib, calib_method=args.calib_method, name=args.name,
-                          input_shapes=parse_input_shapes(args.input_shape), progress=sys.stderr.isatty(),
-                          accuracy_target=args.accuracy_target,
-                          int16_layers=[n for n in (args.int16_layers or "").split(",") if n], plugins=plugins,
-                          threads=getattr(args, "threads", 1), weight_layout=getattr(args, "weight_layout", None),
-                          input_layout=getattr(args, "input_layout", "nchw"), weights=getattr(args, "weights", None),
-                          weights_region=getattr(args, "weights_region", None),
-                          arena_region=getattr(args, "arena_region", None),
-                          weights_file=getattr(args, "weights_file", None))
+    options = {option: getattr(args, dest, None) for option, dest in REQUEST_OPTIONS.items()}
+    return new_request(model, board=args.board, profile=args.profile, progress=sys.stderr.isatty(),
+                       weights_file=getattr(args, "weights_file", None), **{**options, "calib": calib})
+
+
+# the request's options (sdk/request.py) -> where the parsed command line keeps them
+REQUEST_OPTIONS = {**{option: option for option in OPTIONS}, "plugins": "plugin"}
 
 
 def bundled_example(calib: str | None) -> tuple[Path, str]:

@@ -6,15 +6,14 @@ from __future__ import annotations
 import copy
 import shutil
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from .boards import Board, all_boards
+from .boards import all_boards
 from .codegen.emit import dump_manifest, generate
 from .codegen.options import CodegenOptions
 from .codegen.project import assemble_project
 from .codegen.weights_blob import arena_region_of, choose_placement
-from .data import load_samples, random_samples
+from .data import load_samples, memory_samples, random_samples
 from .errors import CuvilError, UsageError
 from .frontend import load_model
 from .ir import Graph
@@ -22,37 +21,13 @@ from .passes import optimize
 from .passes.layout import inputs_channels_last
 from .planner import plan_arena
 from .plugins import load_plugins
-from .profiles import Profile
 from .quant.calibrate import calibrate
 from .quant.half import to_half
 from .quant.quantize import needs_calibration, quantize_graph
 from .quant.sensitivity import choose_layers
+from .request import CompileRequest
 
 RANDOM_CALIB_SAMPLES = 32
-
-
-@dataclass
-class CompileRequest:
-    model: Path
-    board: Board
-    profile: Profile
-    precision: str | None = None
-    calib: str | None = None
-    calib_method: str = "minmax"
-    name: str | None = None
-    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    progress: bool = False
-    threads: int = 1  # standard profile, Linux boards: large layers split over this many threads
-    accuracy_target: float | None = None  # minimum cosine vs float: keep worst layers in higher precision
-    int16_layers: list[str] = field(default_factory=list)  # 16x8 layers named by the user
-    debug_dump: bool = False  # a debug build that hands every layer's output to <name>_debug_dump
-    plugins: list[str] = field(default_factory=list)  # plugin files or modules (sdk/plugins.py)
-    weight_layout: str | None = None  # --weight-layout; None: the board's `weight_layout` (default "int8")
-    input_layout: str = "nchw"  # --input-layout nhwc: 4-D inputs take channels-last data (no transpose on the device)
-    weights: str | None = None  # --weights linked|region|file (codegen/weights_blob.py); None: linked
-    weights_region: str | None = None  # --weights-region; None: the board's memory.weights_region
-    arena_region: str | None = None  # --arena-region: a board memory region for the arena; None: its RAM
-    weights_file: str | None = None  # run/validate --weights-file: the weights file the run loads (--weights file)
 
 
 def choose_precision(req: CompileRequest) -> str:
@@ -108,12 +83,14 @@ def quantize(g: Graph, req: CompileRequest) -> dict[str, list[str]]:
         if req.calib is None:
             raise UsageError("an int8 build of a float model needs calibration data: pass --calib FILE "
                              "(or --calib random for a quick, unrepresentative try)")
-        if req.calib == "random":
+        if isinstance(req.calib, str) and req.calib == "random":
             print("cuvil-sdk: warning: calibrating on random inputs; the scales are not representative "
                   "of real data", file=sys.stderr)
             samples = random_samples(g, RANDOM_CALIB_SAMPLES)
-        else:
+        elif isinstance(req.calib, str):
             samples = load_samples(Path(req.calib), g, "calibration data")
+        else:  # arrays given to the Python API
+            samples = memory_samples(req.calib, g, "calibration data")
         observer = calibrate(g, samples, len(samples), req.calib_method, req.progress)
     float_layers, int16_layers = [], list(req.int16_layers)
     if req.accuracy_target is not None:
@@ -235,4 +212,4 @@ class StagedOutput:
         return False
 
 
-__all__ = ["CompileRequest", "compile_into", "compile_model", "StagedOutput", "CuvilError"]
+__all__ = ["compile_into", "compile_model", "StagedOutput", "CuvilError"]

@@ -75,12 +75,13 @@ def check_finite(path: Path, key: str, a: np.ndarray) -> None:
         raise ModelError(f"'{path.name}': {where}sample {index} has NaN or Inf values; data must be finite")
 
 
-def select_inputs(path: Path, arrays: dict[str, np.ndarray], input_names: list[str]) -> dict[str, np.ndarray]:
+def select_inputs(path: Path, arrays: dict[str, np.ndarray], input_names: list[str],
+                  one_array_hint: str = "use a .npz keyed by input name") -> dict[str, np.ndarray]:
     """The model's inputs among a file's arrays: a .npy for one input, else by input name, or
     'x' (the documented key of a single-input .npz), or the only array."""
     if "" in arrays:
         if len(input_names) != 1:
-            raise ModelError(f"'{path.name}': the model has {len(input_names)} inputs; use a .npz keyed by input name")
+            raise ModelError(f"'{path.name}': the model has {len(input_names)} inputs; {one_array_hint}")
         return {input_names[0]: arrays[""]}
     if all(n in arrays for n in input_names):
         return {n: arrays[n] for n in input_names}
@@ -93,6 +94,18 @@ def select_inputs(path: Path, arrays: dict[str, np.ndarray], input_names: list[s
 
 def read_arrays(path: Path, input_names: list[str], what: str = "data") -> dict[str, np.ndarray]:
     return select_inputs(path, load_arrays(path, what), input_names)
+
+
+def memory_samples(value: np.ndarray | dict[str, np.ndarray], g: Graph, what: str) -> list[dict[str, np.ndarray]]:
+    """Samples given as arrays (the Python API's calib=): one array for a one-input model, or
+    {input name: array}; checked as a data file's arrays are."""
+    source = Path("calib=")  # what the messages call it
+    arrays = ({str(k): np.asarray(v) for k, v in value.items()} if isinstance(value, dict)
+              else {"": np.asarray(value)})
+    for key, a in arrays.items():
+        check_finite(source, key, a)
+    chosen = select_inputs(source, arrays, list(g.inputs), "pass {input name: array}")
+    return as_samples(g, chosen, what)
 
 
 def with_sample_axis(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:

@@ -2,12 +2,13 @@
 so that a user does not wait for a build to learn that the board cannot do what was asked."""
 from __future__ import annotations
 
-import argparse
 import platform
+from dataclasses import dataclass
 from pathlib import Path
 
 from .boards import Board, get_board
 from .errors import UsageError
+from .request import CompileRequest
 
 
 def runs_natively(board: Board) -> bool:
@@ -31,12 +32,30 @@ def check_runnable(board: Board, what: str) -> None:
                          f"({board.get('run.how', 'no run command')})")
 
 
-def check_remote(board: Board, args: argparse.Namespace) -> None:
+@dataclass(frozen=True)
+class Command:
+    """What a command asks beyond the build itself, as plain values (sdk/cli.py fills it from its
+    options and cuvil.toml; the Python API from its calls)."""
+
+    command: str  # compile, build, run, validate, or a listing command
+    board: str | None = None
+    model: str | None = None
+    precision: str | None = None
+    accuracy_target: float | None = None
+    int16_layers: str | list[str] | None = None
+    run: bool = False  # build --run: the bundled example's accuracy
+    remote: bool = False  # --port or --place
+    per_layer: bool = False  # validate --per-layer
+    output: str | None = None  # run --output
+    misplaced_output: str | None = None  # compile/build given --output (run's option) instead of -o
+
+
+def check_remote(board: Board, per_layer: bool) -> None:
     """--port/--place: a board with a serial harness, no per-layer dumps (they need semihosting)."""
     if not board.get("firmware.serial_harness_template"):
         from .boards import serial_harness_board
         serial_harness_board(board)  # the UsageError that names the boards that have one
-    if getattr(args, "per_layer", False):
+    if per_layer:
         raise UsageError("--per-layer needs the semihosting harness under QEMU: not with --port or --place")
 
 
@@ -47,53 +66,54 @@ def check_output_file(path: str) -> None:
                          f"-o the output folder")
 
 
-def check_misplaced_output(args: argparse.Namespace) -> None:
+def check_misplaced_output(cmd: Command) -> None:
     """compile and build take the output folder as -o/--out-dir; --output is run's outputs file."""
-    if getattr(args, "misplaced_output", None) is not None:
-        raise UsageError(f"`{args.command}` takes its output folder as -o/--out-dir DIR; --output names the "
+    if cmd.misplaced_output is not None:
+        raise UsageError(f"`{cmd.command}` takes its output folder as -o/--out-dir DIR; --output names the "
                          f"outputs file of `cuvil-sdk run`")
 
 
-def check_precision_options(args: argparse.Namespace) -> None:
+def check_precision_options(precision: str | None, accuracy_target: float | None, int16_layers: object) -> None:
     """--accuracy-target and --int16-layers change int8 builds only; with another precision
     they would be silently ignored."""
-    if args.precision in (None, "int8"):
+    if precision in (None, "int8"):
         return
-    for option, value in (("--accuracy-target", args.accuracy_target), ("--int16-layers", args.int16_layers)):
+    for option, value in (("--accuracy-target", accuracy_target), ("--int16-layers", int16_layers)):
         if value:
-            raise UsageError(f"{option} applies to int8 builds, not --precision {args.precision}")
+            raise UsageError(f"{option} applies to int8 builds, not --precision {precision}")
 
 
-def check_options(args: argparse.Namespace) -> None:
-    """Everything about the options alone that can be checked before any work."""
-    check_misplaced_output(args)
-    if args.command not in ("compile", "build", "run", "validate"):
+def check_request(req: CompileRequest) -> None:
+    """The one check of a build request before its model is read (the Python API's and, through
+    check_command, the command line's)."""
+    check_precision_options(req.precision, req.accuracy_target, req.int16_layers)
+
+
+def check_command(cmd: Command) -> None:
+    """Everything about a command's options alone that can be checked before any work."""
+    check_misplaced_output(cmd)
+    if cmd.command not in ("compile", "build", "run", "validate"):
         return
-    board = get_board(args.board)
-    check_precision_options(args)
-    if args.command == "build" and getattr(args, "run", False):
-        if args.model:
+    board = get_board(cmd.board)
+    check_precision_options(cmd.precision, cmd.accuracy_target, cmd.int16_layers)
+    if cmd.command == "build" and cmd.run:
+        if cmd.model:
             raise UsageError("--run runs the bundled example; use `cuvil-sdk run` for your own model")
         check_runnable(board, "build --run")
-    remote = getattr(args, "port", None) or getattr(args, "place", None)
-    if args.command in ("run", "validate") and remote:
-        check_remote(board, args)
-    elif args.command in ("run", "validate"):
-        check_runnable(board, args.command)
-    if args.command == "run":
-        check_output_file(args.output)
-    if args.command == "validate" and args.per_layer and not can_dump_layers(board):
+    if cmd.command in ("run", "validate") and cmd.remote:
+        check_remote(board, cmd.per_layer)
+    elif cmd.command in ("run", "validate"):
+        check_runnable(board, cmd.command)
+    if cmd.command == "run":
+        check_output_file(cmd.output)
+    if cmd.command == "validate" and cmd.per_layer and not can_dump_layers(board):
         raise UsageError(f"--per-layer needs per-layer dumps, which board '{board.name}' cannot give yet "
                          f"(host boards and QEMU firmware boards can)")
 
 
-def check_plan(plan) -> None:
-    """check_options for every model of the command (sdk/project_file.py's Plan); in an image,
-    the models run/validate does not select are only built."""
-    for i, args in enumerate(plan.runs):
-        check_options(args if i == plan.selected else argparse.Namespace(**{**vars(args), "command": "build"}))
-    if plan.image:
-        board = get_board(plan.runs[0].board)
-        if not board.get("firmware.multi_harness_template"):
-            raise UsageError(f"board '{board.name}' cannot hold several models in one image yet; build each "
-                             f"model on its own (cuvil-sdk build --model FILE)")
+def check_image(board_name: str) -> None:
+    """Several models in one firmware image need a board with a multi-model harness."""
+    board = get_board(board_name)
+    if not board.get("firmware.multi_harness_template"):
+        raise UsageError(f"board '{board.name}' cannot hold several models in one image yet; build each "
+                         f"model on its own (cuvil-sdk build --model FILE)")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .compiler import CompileRequest
+from .request import CompileRequest
 from .data import as_samples, load_arrays, require_file, select_inputs
 from .errors import ModelError, ToolError, UsageError
 from .quant.requant import dequantize

@@ -12,7 +12,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from cuvil_sdk.boards import get_board
-from cuvil_sdk.compiler import CompileRequest, frontend_and_passes
+from cuvil_sdk.compiler import frontend_and_passes
+from cuvil_sdk.request import CompileRequest
 from cuvil_sdk.data import random_samples
 from cuvil_sdk.errors import ModelError
 from cuvil_sdk.frontend import load_model

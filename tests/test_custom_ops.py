@@ -107,7 +107,8 @@ def test_plugin_kernel_is_generated_with_the_node_attribute_as_its_argument(tmp_
 
 def test_unary_elementwise_op_gets_a_lookup_table_in_int8(tmp_path):
     from cuvil_sdk.boards import get_board
-    from cuvil_sdk.compiler import CompileRequest, frontend_and_passes, quantize
+    from cuvil_sdk.compiler import frontend_and_passes, quantize
+    from cuvil_sdk.request import CompileRequest
     from cuvil_sdk.plugins import plugins_loaded
     from cuvil_sdk.profiles import get_profile
     from cuvil_sdk.quant.requant import dequantize, quantize_float

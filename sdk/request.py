@@ -1,0 +1,133 @@
+"""The typed request at the core: everything one model's build needs, in one dataclass.
+
+`cuvil_sdk.build(...)` and `cuvil_sdk.compile(...)` (sdk/api.py) make it with `new_request`;
+the command line and cuvil.toml make it with the same function from their merged options
+(sdk/commands.make_request). sdk/preflight.check_request is the one check of a request before
+any model is read. Nothing here knows about argparse.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+
+from .boards import Board, get_board
+from .errors import UsageError
+from .profiles import Profile, get_profile
+
+# calib: a file, "random", or samples in memory (one array for a one-input model, or by input name)
+Calib = Union[str, np.ndarray, dict[str, np.ndarray], None]
+
+# The options a request takes by keyword, with the CLI's names (underscores for dashes).
+OPTIONS = ("precision", "calib", "calib_method", "name", "accuracy_target", "int16_layers", "input_shape",
+           "threads", "plugins", "out_dir", "jobs", "input_layout", "weight_layout", "weights", "weights_region",
+           "arena_region")
+
+# Options with a fixed set of values: the command line's choices (argparse enforces them there).
+CHOICES: dict[str, tuple[str, ...]] = {
+    "precision": ("int8", "fp16", "fp32"), "calib_method": ("minmax", "percentile", "mse"),
+    "input_layout": ("nchw", "nhwc"), "weight_layout": ("int8", "int16"), "weights": ("linked", "region", "file")}
+
+
+@dataclass
+class CompileRequest:
+    model: Path
+    board: Board
+    profile: Profile
+    precision: str | None = None
+    calib: Calib = None
+    calib_method: str = "minmax"
+    name: str | None = None
+    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    progress: bool = False
+    threads: int = 1  # standard profile, Linux boards: large layers split over this many threads
+    accuracy_target: float | None = None  # minimum cosine vs float: keep worst layers in higher precision
+    int16_layers: list[str] = field(default_factory=list)  # 16x8 layers named by the user
+    debug_dump: bool = False  # a debug build that hands every layer's output to <name>_debug_dump
+    plugins: list[str] = field(default_factory=list)  # plugin files or modules (sdk/plugins.py)
+    weight_layout: str | None = None  # --weight-layout; None: the board's `weight_layout` (default "int8")
+    input_layout: str = "nchw"  # --input-layout nhwc: 4-D inputs take channels-last data (no transpose on the device)
+    weights: str | None = None  # --weights linked|region|file (codegen/weights_blob.py); None: linked
+    weights_region: str | None = None  # --weights-region; None: the board's memory.weights_region
+    arena_region: str | None = None  # --arena-region: a board memory region for the arena; None: its RAM
+    weights_file: str | None = None  # run/validate --weights-file: the weights file the run loads (--weights file)
+    out_dir: Path | None = None  # -o; None: cuvil-build/<model>-<board>-<profile> in the working folder
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)  # parallel compile jobs of the build
+
+    def output_folder(self) -> Path:
+        return self.out_dir or Path.cwd() / "cuvil-build" / f"{self.model.stem}-{self.board.name}-{self.profile.name}"
+
+
+def input_shape_specs(value: Any) -> list[str]:
+    """input_shape as "NAME=1x3x32x32", a list of those, or {name: (1, 3, 32, 32)}."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [f"{k}={'x'.join(str(int(d)) for d in v)}" for k, v in value.items()]
+    raise UsageError(f"input_shape must be 'NAME=1x3x32x32', a list of those or a dict, not {type(value).__name__}")
+
+
+def name_list(value: Any) -> list[str]:
+    """A comma list ("conv1,conv2", as --int16-layers takes it) or a list of names."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [n for n in value.split(",") if n]
+    return [str(n) for n in value]
+
+
+def default(value: Any, otherwise: Any) -> Any:
+    return otherwise if value is None else value
+
+
+def check_choices(options: dict[str, Any]) -> None:
+    for option, allowed in CHOICES.items():
+        value = options.get(option)
+        if value is not None and value not in allowed:
+            raise UsageError(f"argument --{option.replace('_', '-')}: invalid choice: {value!r} "
+                             f"(choose from {', '.join(allowed)})")
+
+
+def new_request(model: str | Path, *, board: str, profile: str | None = None, progress: bool = False,
+                debug_dump: bool = False, weights_file: str | None = None, **options: Any) -> CompileRequest:
+    """The request for `model` on `board` (profile: the board's first by default), options by
+    keyword with the CLI's names; an unknown option or a value outside its choices is a
+    UsageError with the CLI's wording. Plugins load here, before anything reads the model."""
+    from .frontend import parse_input_shapes
+    from .plugins import load_plugins
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise UsageError(f"build() got an unknown option '{unknown[0]}' (options: {', '.join(OPTIONS)})")
+    check_choices(options)
+    plugins = options.get("plugins")
+    plugins = [plugins] if isinstance(plugins, str) else list(plugins or [])
+    load_plugins(plugins)
+    the_board = get_board(board)
+    the_profile = get_profile(profile or (list(the_board.profiles) or [""])[0])
+    model = Path(model)
+    calib = options.get("calib")
+    calib = str(calib) if isinstance(calib, Path) else calib
+    if isinstance(calib, str) and calib != "random":
+        from .data import require_file
+        require_file(Path(calib), "--calib")
+    out_dir = options.get("out_dir")
+    return CompileRequest(
+        model=model.resolve() if model.exists() else model, board=the_board, profile=the_profile,
+        precision=options.get("precision"), calib=calib, calib_method=options.get("calib_method") or "minmax",
+        name=options.get("name"), input_shapes=parse_input_shapes(input_shape_specs(options.get("input_shape"))),
+        progress=progress, threads=default(options.get("threads"), 1), accuracy_target=options.get("accuracy_target"),
+        int16_layers=name_list(options.get("int16_layers")), debug_dump=debug_dump, plugins=plugins,
+        weight_layout=options.get("weight_layout"), input_layout=options.get("input_layout") or "nchw",
+        weights=options.get("weights"), weights_region=options.get("weights_region"),
+        arena_region=options.get("arena_region"), weights_file=weights_file,
+        out_dir=Path(out_dir) if out_dir else None, jobs=default(options.get("jobs"), os.cpu_count() or 1))
+
+
+__all__ = ["CompileRequest", "new_request", "OPTIONS"]
