@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import PACKAGE_DIR
 from .errors import UsageError
+from .paths import PACKAGE_DIR
 
 TARGETS_DIR = PACKAGE_DIR / "targets"
 

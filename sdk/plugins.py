@@ -43,16 +43,15 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from .codegen.kernel_api import (  # noqa: F401  (In, Out, W, I, F: re-exported for plugins)
-    F, I, In, Buf, KernelCall, KernelDecl, Out, Param, W, Weight, call, declarations)
 from .codegen.kernel_files import PLUGIN_SOURCES
-from .codegen.kernel_sets import KERNEL_SETS, PLUGIN_RULES
-from .codegen.kernel_sets_loader import load_all
 from .codegen.lowering import c_float
 from .codegen.prototypes import mismatches, parse_prototype
 from .codegen.sanitize import c_identifier
 from .errors import ModelError, UsageError
 from .ir import Graph, Node
+from .kernels.contract import (  # noqa: F401  (In, Out, W, I, F: re-exported for plugins)
+    F, I, In, Buf, KernelCall, KernelDecl, Out, Param, W, Weight, call, declarations)
+from .kernels.kernel_sets import KERNEL_SETS, PLUGIN_RULES
 from .ops.registry import REGISTRY, OpDef, int8_rule_text
 
 __all__ = ["register_op", "replace_kernel", "Attr", "Kernel", "Int8", "OpContext", "In", "Out", "W", "I", "F",
@@ -237,7 +236,6 @@ def check_spec(spec: OpSpec, base: Path) -> None:
             raise err(f"attribute {name}: type {a.type!r} is not one of {', '.join(ATTR_TYPES)}")
     if spec.int8 is not None and not isinstance(spec.int8, Int8):
         raise err("int8 must be an Int8(constants=..., reference=...) rule")
-    load_all()
     taken = {k.name: k for other in OPS.values() for k in other.kernels}
     for k in spec.kernels:
         where = f"kernel {k.name} ({k.kernel_set}, {k.precision})"
@@ -343,7 +341,6 @@ def replace_kernel(kernel_set: str, kernel: str, source: str) -> None:
     base = Path(caller).resolve().parent if caller else Path.cwd()
     plugin = current_plugin(caller)
     err = lambda message: fail(plugin, f"kernel {kernel_set}/{kernel}", message)  # noqa: E731
-    load_all()
     decl = declarations(kernel_set).get(kernel)
     if decl is None or kernel_set == "cuda":
         raise err(f"set {kernel_set!r} has no built-in kernel {kernel!r} to replace")
@@ -658,7 +655,6 @@ def builtin_kernel_sets(op: OpDef) -> list[str]:
     if family:
         names |= {f"{family}_{dtype}" for dtype in ("s8", "s16", "f32")}
     kernels = names & set(portable)
-    load_all()
     sets = ["portable"] if kernels else []
     return sets + sorted(s for s, ks in KERNEL_SETS.items() if s != "portable" and kernels & set(ks.rules))
 

@@ -110,7 +110,7 @@ def test_unary_elementwise_op_gets_a_lookup_table_in_int8(tmp_path):
     from cuvil_sdk.compiler import CompileRequest, frontend_and_passes, quantize
     from cuvil_sdk.plugins import plugins_loaded
     from cuvil_sdk.profiles import get_profile
-    from cuvil_sdk.quant.requant import dequantize, quantize_float
+    from cuvil_sdk.kernels.requant import dequantize, quantize_float
     m = model(tmp_path / "m.onnx", alpha=-0.5)
     with plugins_loaded([str(plugin(tmp_path / "p"))]):
         req = CompileRequest(model=m, board=get_board("host"), profile=get_profile("standard"), calib="random")

@@ -6,23 +6,17 @@ import json
 import shutil
 from pathlib import Path
 
-import jinja2
-
 from ..boards import Board
 from ..ir import Graph
+from ..kernels.options import CodegenOptions
+from ..paths import TEMPLATES
 from ..planner import ArenaPlan
-from .lowering import TEMPLATES, CTYPES, Lowered, c_float, lower_graph
-from .kernel_files import kernel_source
-from .options import CodegenOptions
+from .kernel_files import environment, kernel_source
+from .lowering import CTYPES, Lowered, c_float, lower_graph
 from .sanitize import c_identifier, c_string_literal
 from .weights_blob import Blob, layout, write_blob
 
 ARENA_ALIGN = 16
-
-
-def environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
-                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
 
 
 def weights_context(lowered: Lowered, blob: Blob, options: CodegenOptions, prefix: str) -> dict:

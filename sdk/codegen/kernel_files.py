@@ -16,8 +16,8 @@ from typing import Callable
 
 import jinja2
 
-from .kernel_api import KernelInterfaceError, declarations
-from .lowering import TEMPLATES
+from ..kernels.contract import KernelInterfaceError, declarations
+from ..paths import TEMPLATES
 
 EXTENSIONS = {"cuda": ".cuh"}  # every other set: .h
 

@@ -1,5 +1,5 @@
 """Declarations of the neon kernels (sdk/templates/neon/): one per kernel, in C parameter order."""
-from ..kernel_api import F, I, In, Out, W, declare
+from ..contract import F, I, In, Out, W, declare
 
 SET = "neon"
 

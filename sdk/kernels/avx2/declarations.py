@@ -1,5 +1,5 @@
 """Declarations of the avx2 kernels (sdk/templates/avx2/): one per kernel, in C parameter order."""
-from ..kernel_api import F, I, In, Out, W, declare
+from ..contract import F, I, In, Out, W, declare
 
 SET = "avx2"
 

@@ -3,7 +3,7 @@
 (SDOT, vdotq_laneq_s32) when the board's -mcpu has it (__ARM_FEATURE_DOTPROD) and plain
 widening multiplies otherwise; the weight layouts are the same either way.
 
-As for the avx2 set (kset_avx2.py), each rule re-lays the weights out at compile time and
+As for the avx2 set (sdk/kernels/avx2/rules.py), each rule re-lays the weights out at compile time and
 takes every int8 convolution (depthwise with any depth multiplier, stride and dilation in
 output-channel tiles; grouped and dilated ones as dense convolutions with zero weights), any
 fully connected layer whose sums fit 32-bit lanes, and any shift. int8 results are
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernel_api import Declined, KernelCall, Weight, kernel
-from .kernel_sets import Answer, KernelSet, register_kernel_set
-from .simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, SUM_RANGE, acc_bounds, channel_blocks, channel_tile,
-                          conv_tap_rows, data, dense_conv_weights, padded, panel_band, pick, requant_table_neon,
-                          sums_fit, threads_for, undilated_pool, zero_point_bias)
-from .simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, half_rules, shared_rules
+from ..contract import Declined, KernelCall, Weight, kernel
+from ..kernel_sets import Answer, KernelSet, register_kernel_set
+from ..simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, SUM_RANGE, acc_bounds, channel_blocks, channel_tile,
+                           conv_tap_rows, data, dense_conv_weights, padded, panel_band, pick, requant_table_neon,
+                           sums_fit, threads_for, undilated_pool, zero_point_bias)
+from ..simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, half_rules, shared_rules
 
 FC_K_MAX = PANEL_MAX_BYTES  # fc: the most inputs copied to the stack
 SET = "neon"

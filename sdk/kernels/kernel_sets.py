@@ -2,8 +2,9 @@
 lowers to (a portable kernel's KernelCall), the first set whose rule takes it wins, and the
 portable set takes everything else unchanged.
 
-A set is a folder sdk/templates/<set>/ of C headers, one per kernel, its declarations in
-sdk/codegen/signatures/<set>.py, and a Python `KernelSet` registered here whose rules
+A set is a folder sdk/templates/<set>/ of C headers, one per kernel, and a package
+sdk/kernels/<set>/: its declarations (declarations.py) and a `KernelSet` registered here
+(rules.py, imported with the kernels package) whose rules
 decide, from the node and the call's named arguments (shapes are compile-time constants),
 whether the set has a kernel for it. A rule returns its own kernel's call (built by keyword
 from its declaration; weights re-laid out, arguments rewritten), or `Declined(reason)` when
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..ir import Graph, Node
-from .kernel_api import Declined, KernelCall
+from .contract import Declined, KernelCall
 from .options import CodegenOptions
 
 Answer = KernelCall | list[KernelCall] | Declined | None  # None: the set has no kernel for this op at all

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernel_api import Declined, KernelCall, Weight, kernel
-from .kernel_sets import Answer, KernelSet, register_kernel_set
-from .simd_layout import (PANEL_MAX_BYTES, SUM_RANGE, channel_blocks, channel_tile, conv_tap_rows, data,
-                          dense_conv_weights, padded, panel_band, pick, requant_mode, requant_table_avx2, sums_fit,
-                          threads_for, undilated_pool)
-from .simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, shared_rules
+from ..contract import Declined, KernelCall, Weight, kernel
+from ..kernel_sets import Answer, KernelSet, register_kernel_set
+from ..simd_layout import (PANEL_MAX_BYTES, SUM_RANGE, channel_blocks, channel_tile, conv_tap_rows, data,
+                           dense_conv_weights, padded, panel_band, pick, requant_mode, requant_table_avx2, sums_fit,
+                           threads_for, undilated_pool)
+from ..simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, shared_rules
 
 X16_MAX = PANEL_MAX_BYTES // 2  # fc: the most inputs converted to int16 on the stack
 SET = "avx2"

@@ -6,7 +6,7 @@ from functools import partial
 
 import numpy as np
 
-from .kernel_api import Declined, KernelCall, Weight, kernel
+from .contract import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer
 from .simd_layout import (PANEL_MAX_BYTES, channel_blocks, conv_tap_rows, data, dense_conv_weights, padded, panel_band,
                           pick, row_softmax_args, STRIDED_SOFTMAX, threads_for)

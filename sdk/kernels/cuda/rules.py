@@ -14,8 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-from .kernel_api import Buf, KernelCall, Weight, kernel
-from .kernel_sets import Answer, KernelSet, register_kernel_set
+from ..contract import Buf, KernelCall, Weight, kernel
+from ..kernel_sets import Answer, KernelSet, register_kernel_set
 
 SET = "cuda"
 

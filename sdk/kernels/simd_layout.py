@@ -1,9 +1,9 @@
-"""Compile-time weight layouts and checks shared by the SIMD kernel sets (kset_avx2.py,
-kset_neon.py). Python decides every layout; the C headers only read them.
+"""Compile-time weight layouts and checks shared by the SIMD kernel sets (sdk/kernels/avx2/rules.py,
+sdk/kernels/neon/rules.py). Python decides every layout; the C headers only read them.
 
 Everything here keeps the portable kernels' integer results exactly: the layouts only
 re-order and zero-pad weights, and the requantization tables encode the same rule as
-cuvil_requant (cuvil_common.h, quant/requant.py).
+cuvil_requant (cuvil_common.h, sdk/kernels/requant.py).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .kernel_api import Declined, Weight
+from .contract import Declined, Weight
 from .options import CodegenOptions
 
 INT32_LIMIT = 2**31 - 1
