@@ -25,6 +25,11 @@ Rule = Callable[[KernelCall, Node, Graph, CodegenOptions], Answer]
 class KernelSet:
     name = "portable"
     rules: dict[str, Rule] = {}
+    extension = ".h"  # of its kernels' sources in sdk/templates/<name>/ (CUDA: .cuh)
+    # False for a set whose kernels run beside the CPU on an accelerator (cuda): the CPU path
+    # of a board that lists it skips it, and code generation renders the set's own project
+    # output (codegen/emit.py, SET_OUTPUTS) from the same op lowering.
+    cpu = True
 
     def specialise(self, c: KernelCall, node: Node, g: Graph, options: CodegenOptions) -> Answer:
         """This set's call(s) for the portable call `c`, Declined(reason), or None."""

@@ -141,3 +141,5 @@ def with_half(rules: dict) -> dict:
 class Cuda(KernelSet):
     name = SET
     rules = with_half(FLOAT_RULES)
+    extension = ".cuh"
+    cpu = False  # device code of its own: codegen/cuda.py renders it beside the CPU path
