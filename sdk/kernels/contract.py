@@ -94,6 +94,13 @@ class KernelDecl:
     kernel_set: str
     name: str
     params: tuple[Param, ...]
+    # a plugin kernel rendered per attribute signature (sdk/plugins.py): the name it is declared
+    # under, which its rules are registered by; `name` is that plus the signature's digest
+    template: str = ""
+
+    @property
+    def declared_name(self) -> str:
+        return self.template or self.name
 
     def param(self, name: str) -> Param:
         for p in self.params:

@@ -35,14 +35,15 @@ class KernelSet:
         """This set's call(s) for the portable call `c`, Declined(reason), or None."""
         if self.name == "portable":
             return c
-        rule = PLUGIN_RULES.get((self.name, c.kernel)) or self.rules.get(c.kernel)
+        rule = PLUGIN_RULES.get((self.name, c.decl.declared_name)) or self.rules.get(c.kernel)
         return rule(c, node, g, options) if rule else None
 
 
 KERNEL_SETS: dict[str, KernelSet] = {"portable": KernelSet()}
 
-# Rules that plugins add (sdk/plugins.py): (set, portable kernel) -> the rule giving that
-# set's kernel for a plugin op; consulted before the set's own rules.
+# Rules that plugins add when they load (sdk/plugins.py): (set, the plugin op's portable
+# kernel, by its declared name) -> the rule giving that set's kernel for the op; consulted
+# before the set's own rules.
 PLUGIN_RULES: dict[tuple[str, str], Rule] = {}
 
 
