@@ -1,4 +1,4 @@
-"""The import rules of sdk/ (docs/internals.md, "Layout"), read from the source with `ast`:
+"""The import rules of sdk/ (docs/internals.md, "Package layout"), read from the source with `ast`:
 
 - nothing below code generation imports it (ops, quant, ir, frontend, reference, passes,
   planner, kernels);
