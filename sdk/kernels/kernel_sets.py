@@ -4,9 +4,9 @@ portable set takes everything else unchanged.
 
 A set is a folder sdk/templates/<set>/ of C headers, one per kernel, and a package
 sdk/kernels/<set>/: its declarations (declarations.py) and a `KernelSet` registered here
-(rules.py, imported with the kernels package) whose rules
-decide, from the node and the call's named arguments (shapes are compile-time constants),
-whether the set has a kernel for it. A rule returns its own kernel's call (built by keyword
+(rules.py, imported with the kernels package) whose rules decide, from the node and the
+call's named arguments (shapes are compile-time constants), whether the set has a kernel
+for it. A rule returns its own kernel's call (built by keyword
 from its declaration; weights re-laid out, arguments rewritten), or `Declined(reason)` when
 its kernel cannot reproduce the portable result; the reason is reported for the layer.
 """
