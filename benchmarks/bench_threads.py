@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import Ours, build, input_spec
 
-from cuvil_sdk.codegen import simd_layout
+from cuvil_sdk.kernels import simd_layout
 
 
 def builds(args, work: Path) -> dict[str, str]:

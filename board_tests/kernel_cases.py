@@ -47,7 +47,7 @@ from cuvil_sdk.request import CompileRequest  # noqa: E402
 from cuvil_sdk.profiles import get_profile  # noqa: E402
 from cuvil_sdk.quant.calibrate import calibrate  # noqa: E402
 from cuvil_sdk.quant.quantize import needs_calibration, quantize_graph  # noqa: E402
-from cuvil_sdk.quant.requant import dequantize  # noqa: E402
+from cuvil_sdk.kernels.requant import dequantize  # noqa: E402
 
 OPSET = 14  # HardSwish needs 14; the frontend upgrades anything below 13
 CALIB_SAMPLES = 16

@@ -42,7 +42,7 @@ from cuvil_sdk.boards import Board, get_board
 from cuvil_sdk.commands import do_build, do_compile, run_samples
 from cuvil_sdk.request import CompileRequest
 from cuvil_sdk.scons_build import run_scons
-from cuvil_sdk.codegen.lowering import TEMPLATES
+from cuvil_sdk.paths import TEMPLATES
 from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_quantized_model
 

@@ -37,9 +37,8 @@ from cuvil_sdk import runtime
 from cuvil_sdk.boards import get_board
 from cuvil_sdk import cuda_tools
 from cuvil_sdk.codegen import cuda
-from cuvil_sdk.codegen.kernel_api import declarations
-from cuvil_sdk.codegen.kernel_sets import KERNEL_SETS
-from cuvil_sdk.codegen.kernel_sets_loader import load_all
+from cuvil_sdk.kernels.contract import declarations
+from cuvil_sdk.kernels.kernel_sets import KERNEL_SETS
 from cuvil_sdk.codegen.cuda_emulator import build_emulator
 from cuvil_sdk.commands import do_build
 from cuvil_sdk.request import CompileRequest
@@ -89,7 +88,6 @@ def test_every_cuda_template_compiles_for_sm87(tmp_path):
 
 
 def test_every_portable_kernel_has_a_cuda_rule():
-    load_all()
     missing = sorted(set(declarations("portable")) - set(KERNEL_SETS["cuda"].rules))
     assert not missing, f"portable kernels without a CUDA version: {missing}"
 
@@ -239,7 +237,6 @@ def test_xavier_board_needs_a_toolkit_with_sm72(tmp_path):
 def test_model_without_cuda_kernel_keeps_the_cpu_path(tmp_path, monkeypatch):
     """A layer without a CUDA kernel: the library is rendered with the CUDA part disabled
     and a reason naming the layer (the CPU path runs everything)."""
-    load_all()
     monkeypatch.delitem(KERNEL_SETS["cuda"].rules, "maxpool_s8")
     req = CompileRequest(model=DIGITS, board=get_board("jetson"), profile=get_profile("standard"),
                          calib=str(kc.ROOT / "sdk" / "examples" / "digits_calib.npy"))

@@ -1,4 +1,4 @@
-"""Cortex-M7 DSP kernels (sdk/templates/cortex_m_dsp, chosen by sdk/codegen/kset_cortex_m_dsp.py):
+"""Cortex-M7 DSP kernels (sdk/templates/cortex_m_dsp, chosen by sdk/kernels/cortex_m_dsp/rules.py):
 bit for bit equal to the portable kernels and to the numpy integer reference.
 
 The board `cortex-m7` uses the cortex_m_dsp set (portable as the fallback) and
@@ -31,10 +31,10 @@ import pytest
 
 import kernel_cases as kc
 from cuvil_sdk.boards import get_board
-from cuvil_sdk.codegen import kset_cortex_m_dsp as kset
 from cuvil_sdk.codegen.kernel_files import kernel_source, kernels_with_sources
+from cuvil_sdk.kernels.cortex_m_dsp import rules as kset
 from cuvil_sdk.commands import run_samples
-from cuvil_sdk.quant.requant import quantize_multiplier, requant
+from cuvil_sdk.kernels.requant import quantize_multiplier, requant
 from cuvil_sdk.reference import run_quantized_model
 from models import EXAMPLES, reference_graph, request
 from tools import missing_tools

@@ -9,7 +9,7 @@ bands, odd tap counts, long windows, scalar tails), built for both `host` and
     portable), on random int8 codes over the whole range plus all -128 / all 127;
   - every case's layer really got its avx2 kernel (no silent fallback);
   - fp32 (conv, depthwise, fc) agrees with run_float to a relative 1e-5;
-  - the layout/requantization helpers of sdk/codegen/simd_layout.py on their own;
+  - the layout/requantization helpers of sdk/kernels/simd_layout.py on their own;
   - every avx2 header carries the same shared block.
 A missing gcc or scons makes these tests fail, never skip.
 """
@@ -23,9 +23,9 @@ import pytest
 import kernel_cases as kc
 import simd_cases as sc
 from cuvil_sdk import runtime
-from cuvil_sdk.codegen import simd_layout
 from cuvil_sdk.codegen.kernel_files import kernel_source, kernels_with_sources
-from cuvil_sdk.quant.requant import quantize_multipliers, requant
+from cuvil_sdk.kernels import simd_layout
+from cuvil_sdk.kernels.requant import quantize_multipliers, requant
 from cuvil_sdk.reference import run_float, run_int, run_quantized_model
 
 PROFILE = "standard"

@@ -30,7 +30,7 @@ import kernel_cases as kc
 import simd_cases as sc
 from cuvil_sdk import runtime
 from cuvil_sdk.boards import get_board
-from cuvil_sdk.codegen import simd_layout
+from cuvil_sdk.kernels import simd_layout
 from cuvil_sdk.commands import do_build, run_samples
 from cuvil_sdk.compiler import MAX_THREADS, check_threads
 from cuvil_sdk.request import CompileRequest

@@ -1,9 +1,5 @@
 """cuvil-sdk: compile ONNX models into dependency-free C for microcontrollers and edge boards."""
-from pathlib import Path
-
-__version__ = "0.1.0"
-
-PACKAGE_DIR = Path(__file__).resolve().parent
+from .paths import PACKAGE_DIR, __version__  # noqa: F401  (cuvil_sdk.PACKAGE_DIR, cuvil_sdk.__version__)
 
 
 def __getattr__(name: str):

@@ -65,7 +65,7 @@ SCHEMA: tuple[Entry, ...] = (
     E("mcu", "string", "the microcontroller part number", documents=True),
     E("cpu_flags", "strings", "the CPU features the board assumes (as /proc/cpuinfo names them)", documents=True),
     E("profiles", "strings", "the profiles a build for the board may use, the default first"),
-    E("kernels", "strings", "template sets under sdk/templates, most specific first (then portable)"),
+    E("kernels", "strings", "kernel sets (sdk/kernels/<set>), most specific first (then portable); cuda adds the GPU path"),
     E("precisions", "strings", "the precisions the board builds (int8, fp32, fp16)"),
     E("weight_layout", "string", "cortex_m_dsp GEMM/FC weights in flash (--weight-layout overrides)",
       choices=("int8", "int16")),

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import PACKAGE_DIR
 from .board_schema import check as check_board_file
 from .errors import UsageError
+from .paths import PACKAGE_DIR
 
 TARGETS_DIR = PACKAGE_DIR / "targets"
 

@@ -12,8 +12,8 @@ import re
 import sys
 from pathlib import Path
 
-from . import __version__
 from .errors import CuvilError, UsageError
+from .paths import __version__
 from .preflight import Command
 from .quant.calibrate import METHODS
 

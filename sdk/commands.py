@@ -11,16 +11,16 @@ from pathlib import Path
 
 import numpy as np
 
-from . import PACKAGE_DIR
 from .boards import Board, all_boards
-from .scons_build import artifacts, run_scons
 from .compiler import KEPT_ON_FAILURE, StagedOutput, compile_into, compile_model
 from .data import load_samples, require_file, write_outputs
 from .errors import BudgetError, ToolError, UsageError
 from .frontend import load_model
+from .paths import PACKAGE_DIR
 from .profiles import all_profiles
 from .reports import write_report
 from .request import OPTIONS, CompileRequest, new_request
+from .scons_build import artifacts, run_scons
 
 EXAMPLES = PACKAGE_DIR / "examples"
 EXAMPLE_MODEL = EXAMPLES / "digits_cnn.onnx"

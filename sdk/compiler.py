@@ -10,13 +10,13 @@ from pathlib import Path
 
 from .boards import all_boards
 from .codegen.emit import dump_manifest, generate
-from .codegen.options import CodegenOptions
 from .codegen.project import assemble_project
 from .codegen.weights_blob import arena_region_of, choose_placement
 from .data import load_samples, memory_samples, random_samples
 from .errors import CuvilError, UsageError
 from .frontend import load_model
 from .ir import Graph
+from .kernels.options import CodegenOptions
 from .passes import optimize
 from .passes.layout import inputs_channels_last
 from .planner import plan_arena

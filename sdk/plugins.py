@@ -43,16 +43,15 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from .codegen.kernel_api import (  # In, Out, W, I, F: re-exported for plugins (__all__)
-    F, I, In, Buf, KernelCall, KernelDecl, Out, Param, W, Weight, call, declarations)
 from .codegen.kernel_files import PLUGIN_SOURCES
-from .codegen.kernel_sets import KERNEL_SETS, PLUGIN_RULES
-from .codegen.kernel_sets_loader import load_all
 from .codegen.lowering import c_float
 from .codegen.prototypes import mismatches, parse_prototype
 from .codegen.sanitize import c_identifier
 from .errors import ModelError, UsageError
 from .ir import Graph, Node
+from .kernels.contract import (  # In, Out, W, I, F: re-exported for plugins (__all__)
+    F, I, In, Buf, KernelCall, KernelDecl, Out, Param, W, Weight, call, declarations)
+from .kernels.kernel_sets import KERNEL_SETS, PLUGIN_RULES
 from .ops.registry import REGISTRY, OpDef, int8_rule_text
 
 __all__ = ["register_op", "replace_kernel", "Attr", "Kernel", "Int8", "OpContext", "In", "Out", "W", "I", "F",
@@ -95,7 +94,8 @@ class Kernel:
         return self.source.endswith(".j2")
 
     def decl(self, c_name: str | None = None) -> KernelDecl:
-        return KernelDecl(self.kernel_set, c_name or self.name, self.params)
+        return KernelDecl(self.kernel_set, c_name or self.name, self.params,
+                          template=self.name if self.templated else "")
 
 
 @dataclass
@@ -136,7 +136,7 @@ class OpSpec:
     args: Callable[[OpContext], dict[str, Any]] | None
     summary: str
     plugin: str
-    rules: set[tuple[str, str]] = field(default_factory=set)  # what lowering added to PLUGIN_RULES
+    rules: set[tuple[str, str]] = field(default_factory=set)  # what registration added to PLUGIN_RULES
 
     @property
     def key(self) -> str:
@@ -202,8 +202,9 @@ def register_op(domain: str, op_type: str, *, inputs: list[str], outputs: list[s
                       list(kernels), infer, int8, elementwise, args, summary, plugin)
         check_spec(spec, base)
         OPS[spec.key] = spec
-        REGISTRY[spec.key] = PluginOp(spec)
+        REGISTRY[spec.key] = op = PluginOp(spec)
         install_kernels(spec)
+        install_rules(op)
         if _loading:
             _loading[-1].ops.append(spec.key)
         return ref
@@ -237,7 +238,6 @@ def check_spec(spec: OpSpec, base: Path) -> None:
             raise err(f"attribute {name}: type {a.type!r} is not one of {', '.join(ATTR_TYPES)}")
     if spec.int8 is not None and not isinstance(spec.int8, Int8):
         raise err("int8 must be an Int8(constants=..., reference=...) rule")
-    load_all()
     taken = {k.name: k for other in OPS.values() for k in other.kernels}
     for k in spec.kernels:
         where = f"kernel {k.name} ({k.kernel_set}, {k.precision})"
@@ -336,6 +336,18 @@ def install_kernels(spec: OpSpec) -> None:
             PLUGIN_SOURCES[k.kernel_set, k.name] = (spec.plugin, (lambda k=k: k.path.read_text()))
 
 
+def install_rules(op: PluginOp) -> None:
+    """The op's kernels for sets other than portable, as rules of those sets: where a board
+    lists the set, its kernel takes the call of the op's portable kernel of the same precision."""
+    spec = op.spec
+    for k in spec.kernels:
+        portable = spec.kernel("portable", k.precision)
+        if k.kernel_set != "portable":
+            entry = (k.kernel_set, portable.name)
+            PLUGIN_RULES[entry] = lambda c, node, g, options, k=k: op.call(k, node, g, k.precision)
+            spec.rules.add(entry)
+
+
 def replace_kernel(kernel_set: str, kernel: str, source: str) -> None:
     """Replace built-in kernel `kernel` of `kernel_set` by the plugin's own source (a
     hand-tuned version with the same prototype); the builds that use it list it."""
@@ -343,7 +355,6 @@ def replace_kernel(kernel_set: str, kernel: str, source: str) -> None:
     base = Path(caller).resolve().parent if caller else Path.cwd()
     plugin = current_plugin(caller)
     err = lambda message: fail(plugin, f"kernel {kernel_set}/{kernel}", message)  # noqa: E731
-    load_all()
     decl = declarations(kernel_set).get(kernel)
     if decl is None or kernel_set == "cuda":
         raise err(f"set {kernel_set!r} has no built-in kernel {kernel!r} to replace")
@@ -457,12 +468,7 @@ class PluginOp(OpDef):
                         count=g.tensors[node.inputs[0]].size, table=Weight("table", node.q["table"], "int8_t"))
         if precision not in PRECISIONS:
             raise self.fail(node, f"no {precision} kernel")
-        c = self.call(self.spec.kernel("portable", precision), node, g, precision)
-        for k in self.spec.kernels:  # other sets' kernels: rules the board's sets consult first
-            if k.precision == precision and k.kernel_set != "portable":
-                PLUGIN_RULES[k.kernel_set, c.kernel] = lambda c, node, g, options, k=k: self.call(k, node, g, precision)
-                self.spec.rules.add((k.kernel_set, c.kernel))
-        return c
+        return self.call(self.spec.kernel("portable", precision), node, g, precision)
 
     def call(self, k: Kernel, node: Node, g: Graph, precision: str) -> KernelCall:
         """A checked call of plugin kernel `k`, every argument filled by its name."""
@@ -658,7 +664,6 @@ def builtin_kernel_sets(op: OpDef) -> list[str]:
     if family:
         names |= {f"{family}_{dtype}" for dtype in ("s8", "s16", "f32")}
     kernels = names & set(portable)
-    load_all()
     sets = ["portable"] if kernels else []
     return sets + sorted(s for s, ks in KERNEL_SETS.items() if s != "portable" and kernels & set(ks.rules))
 

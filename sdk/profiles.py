@@ -8,8 +8,8 @@ except ModuleNotFoundError:  # pragma: no cover
 from dataclasses import dataclass
 from typing import Any
 
-from . import PACKAGE_DIR
 from .errors import UsageError
+from .paths import PACKAGE_DIR
 
 PROFILES_DIR = PACKAGE_DIR / "profiles"
 

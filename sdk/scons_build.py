@@ -6,9 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import PACKAGE_DIR
 from .boards import Board
 from .errors import ToolError
+from .paths import PACKAGE_DIR
 
 SCONSTRUCT = PACKAGE_DIR / "SConstruct"
 

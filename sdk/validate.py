@@ -13,7 +13,7 @@ import numpy as np
 from .request import CompileRequest
 from .data import as_samples, load_arrays, require_file, select_inputs
 from .errors import ModelError, ToolError, UsageError
-from .quant.requant import dequantize
+from .kernels.requant import dequantize
 
 PER_LAYER_SAMPLES = 16
 

@@ -111,7 +111,7 @@ def test_unary_elementwise_op_gets_a_lookup_table_in_int8(tmp_path):
     from cuvil_sdk.request import CompileRequest
     from cuvil_sdk.plugins import plugins_loaded
     from cuvil_sdk.profiles import get_profile
-    from cuvil_sdk.quant.requant import dequantize, quantize_float
+    from cuvil_sdk.kernels.requant import dequantize, quantize_float
     m = model(tmp_path / "m.onnx", alpha=-0.5)
     with plugins_loaded([str(plugin(tmp_path / "p"))]):
         req = CompileRequest(model=m, board=get_board("host"), profile=get_profile("standard"), calib="random")
@@ -174,6 +174,35 @@ def test_replaced_builtin_kernel_is_used_and_reported(tmp_path):
                                            "plugin": str(folder / "lut.py")}]
     ops = cli("ops", "--plugin", folder / "lut.py", cwd=tmp_path)
     assert f"kernel portable/lut_s8 replaced by plugin '{folder / 'lut.py'}'" in ops.stdout
+
+
+def test_kernel_of_another_set_is_its_rule_from_load_and_the_board_runs_it(tmp_path):
+    """A plugin's kernel for a set other than portable is a rule of that set once the plugin
+    loads (no lowering needed); a board that lists the set (host: avx2) runs it."""
+    from cuvil_sdk.kernels.kernel_sets import PLUGIN_RULES
+    from cuvil_sdk.plugins import plugins_loaded
+    folder = tmp_path / "p"
+    folder.mkdir()
+    (folder / "scale_avx2.h").write_text(KERNEL.format(name="scale_f32_avx2"))
+    path = plugin(folder, body="""
+        @register_op("com.test", "Scale", inputs=["float32"], outputs=["float32"],
+                     attrs={"alpha": Attr("float", default=1.0)}, elementwise=True,
+                     kernels=[Kernel("portable", "fp32", "scale_f32", "scale_f32.h",
+                                     In("in", "float"), Out("out", "float"), *I("count"), *F("alpha")),
+                              Kernel("avx2", "fp32", "scale_f32_avx2", "scale_avx2.h",
+                                     In("in", "float"), Out("out", "float"), *I("count"), *F("alpha"))])
+        def scale(x, alpha):
+            return np.float32(alpha) * x
+    """)
+    with plugins_loaded([str(path)]):
+        assert ("avx2", "scale_f32") in PLUGIN_RULES
+    assert ("avx2", "scale_f32") not in PLUGIN_RULES  # unloading forgets it
+    m = model(tmp_path / "m.onnx", alpha=2.0)
+    r = cli(*compile_args(m, tmp_path / "out", path), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert [(k["kernel_set"], k["kernel"]) for k in manifest["plugin_kernels"]] == [("avx2", "scale_f32_avx2")]
+    assert (tmp_path / "out" / "src" / "kernels" / "scale_f32_avx2.h").is_file()
 
 
 def scale_op(domain: str = "com.test", op: str = "Scale", kernel_set: str = "portable", name: str = "scale_f32",

@@ -13,7 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from cuvil_sdk.codegen.simd_layout import SUM_RANGE
+from cuvil_sdk.kernels.simd_layout import SUM_RANGE
 
 
 K = 70_000  # full-range weights: 255 * 127 * K passes int32, the SIMD sets' 32-bit sums could not hold it

@@ -12,8 +12,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from cuvil_sdk.boards import get_board
 from cuvil_sdk.codegen.lowering import lower_graph
-from cuvil_sdk.codegen.options import CodegenOptions
 from cuvil_sdk.compiler import frontend_and_passes
+from cuvil_sdk.kernels.options import CodegenOptions
 from cuvil_sdk.request import CompileRequest
 from cuvil_sdk.errors import ModelError
 from cuvil_sdk.planner import plan_arena

@@ -1,5 +1,5 @@
 """Every kernel header of every set (portable, cortex_m_dsp, avx2, neon, cuda) against its
-declaration in sdk/codegen/signatures/: the same parameters, in the same order, with the
+declaration in sdk/kernels/<set>/declarations.py: the same parameters, in the same order, with the
 same names, kinds and C types. No toolchain needed: the headers are read as text.
 
 A header whose prototype drifts from its declaration (a parameter added, removed,
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from cuvil_sdk.codegen.kernel_api import DECLARATIONS, KernelInterfaceError, declarations, kernel
-from cuvil_sdk.codegen.kernel_api import Buf, I, In, Out, W, Weight, declare
+from cuvil_sdk.kernels.contract import DECLARATIONS, KernelInterfaceError, declarations, kernel
+from cuvil_sdk.kernels.contract import Buf, I, In, Out, W, Weight, declare
 from cuvil_sdk.codegen.kernel_files import kernel_source, kernels_with_sources
 from cuvil_sdk.codegen.prototypes import mismatches, parse_prototype
 

@@ -11,7 +11,7 @@ from cuvil_sdk.errors import ModelError
 from cuvil_sdk.ir import Graph, Node, Tensor
 from cuvil_sdk.ops import get_op
 from cuvil_sdk.ops.common import per_tensor
-from cuvil_sdk.quant.requant import dequantize
+from cuvil_sdk.kernels.requant import dequantize
 
 CODES = np.arange(-128, 128, dtype=np.int32).astype(np.int8)
 # every pair of codes: a varies along axis 0, b along axis 1

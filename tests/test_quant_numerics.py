@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from cuvil_sdk.quant.quantize import asymmetric
-from cuvil_sdk.quant.requant import (add_multipliers, add_rule, dequantize, quantize_float, quantize_multiplier,
+from cuvil_sdk.kernels.requant import (add_multipliers, add_rule, dequantize, quantize_float, quantize_multiplier,
                                      requant)
 from cuvil_sdk.ops.conv import symmetric_per_channel
 

@@ -3,8 +3,8 @@
 Python decides everything, the templates only render:
 
 - Each node is lowered by its op exactly as for the CPU (a checked portable KernelCall), and
-  the `cuda` kernel set (kset_cuda.py) turns every such call into kernel launches: the CUDA
-  function (a file sdk/templates/cuda/<function>.cuh, declared in signatures/cuda.py), its
+  the `cuda` kernel set (sdk/kernels/cuda/rules.py) turns every such call into kernel launches: the CUDA
+  function (a file sdk/templates/cuda/<function>.cuh, declared in kernels/cuda/declarations.py), its
   arguments (tensors at their arena offsets, weights at their offsets in one weight block,
   ints, floats) and the number of threads. The launch geometry is computed here: `block`
   threads per block and ceil(threads / block) blocks (every kernel checks its bound).
@@ -35,11 +35,11 @@ from ..boards import Board
 from ..cuda_tools import sm_number
 from ..errors import ModelError
 from ..ir import Graph
+from ..kernels.contract import Buf, Weight, declarations
+from ..kernels.options import CodegenOptions
 from ..planner import ArenaPlan
-from .kernel_api import Buf, Weight, declarations
-from .kernel_files import kernel_source
+from .kernel_files import environment, kernel_source
 from .lowering import c_float, layer_calls
-from .options import CodegenOptions
 
 BLOCK = 128                 # threads per block for every launch
 MAX_GRID = 2**31 - 1        # gridDim.x limit
@@ -80,7 +80,7 @@ class CudaLowered:
 
 
 def lower_cuda(g: Graph, options: CodegenOptions, block: int = BLOCK) -> CudaLowered:
-    """Every node's calls through the `cuda` kernel set (kset_cuda.py), as launches: the
+    """Every node's calls through the `cuda` kernel set (sdk/kernels/cuda/rules.py), as launches: the
     same op lowering and selection as the CPU path, with only the cuda set offered."""
     out = CudaLowered()
     for index, node, _portable, calls in layer_calls(g, ["cuda"], options, []):
@@ -96,7 +96,7 @@ def lower_cuda(g: Graph, options: CodegenOptions, block: int = BLOCK) -> CudaLow
 
 
 def kernel_names() -> list[str]:
-    """Every CUDA kernel there is (declared in signatures/cuda.py, a template each)."""
+    """Every CUDA kernel there is (declared in kernels/cuda/declarations.py, a template each)."""
     return sorted(declarations("cuda"))
 
 
@@ -163,11 +163,6 @@ def nvcc_flags(sass: list[str], ptx: str) -> list[str]:
 
 
 # --- rendering ------------------------------------------------------------------------------
-def environment():
-    from .emit import environment as c_environment
-    return c_environment()
-
-
 def render_kernels(name: str, functions: list[str], header: str = "") -> str:
     """The device source: the shared definitions and the kernels `functions`."""
     sources = [kernel_source("cuda", f).rstrip("\n") for f in functions]

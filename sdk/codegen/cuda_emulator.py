@@ -16,14 +16,14 @@ import subprocess
 from pathlib import Path
 
 from ..errors import ToolError
+from ..kernels.contract import Param, declarations
 from .cuda import kernel_names, render_kernels
-from .kernel_api import Param, declarations
+from .kernel_files import environment
 
 LIBRARY = "libcuda.so.1"
 
 
 def emulator_source() -> str:
-    from .cuda import environment
     kernels = []
     for name in kernel_names():
         params = declarations("cuda")[name].params

@@ -5,24 +5,26 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-
-import jinja2
+from typing import Callable
 
 from ..boards import Board
 from ..ir import Graph
+from ..kernels.kernel_sets import KERNEL_SETS
+from ..kernels.options import CodegenOptions
+from ..paths import TEMPLATES
 from ..planner import ArenaPlan
-from .lowering import TEMPLATES, CTYPES, Lowered, c_float, lower_graph
-from .kernel_files import kernel_source
-from .options import CodegenOptions
+from .cuda import generate_cuda
+from .kernel_files import environment, kernel_source
+from .lowering import CTYPES, Lowered, c_float, lower_graph
 from .sanitize import c_identifier, c_string_literal
 from .weights_blob import Blob, layout, write_blob
 
 ARENA_ALIGN = 16
 
-
-def environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
-                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+# What a kernel set that does not run on the CPU (KernelSet.cpu False) adds to the project,
+# by set name: renders its sources into out_dir and returns what to add to the manifest.
+SetOutput = Callable[[Graph, ArenaPlan, Board, CodegenOptions, str, Path, dict], dict]
+SET_OUTPUTS: dict[str, SetOutput] = {"cuda": generate_cuda}  # device code and its host side (cuda.py)
 
 
 def weights_context(lowered: Lowered, blob: Blob, options: CodegenOptions, prefix: str) -> dict:
@@ -65,7 +67,8 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
     prefix = c_identifier(name)
     precision, debug_dump = options.precision, options.debug_dump
     int8 = precision == "int8"
-    lowered: Lowered = lower_graph(g, plan, list(board.kernels), options, prefix)
+    cpu_sets = [s for s in board.kernels if KERNEL_SETS[s].cpu]
+    lowered: Lowered = lower_graph(g, plan, cpu_sets, options, prefix)
     inputs = io_entries(g, g.inputs, plan, int8)
     outputs = io_entries(g, g.outputs, plan, int8)
     info = manifest(g, prefix, board, precision, plan, inputs, outputs)
@@ -109,9 +112,9 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
             sources.append(f"src/{prefix}_debug.c")
     info.update({"weight_bytes": weight_bytes, "layers": lowered.layers, "sources": sources,
                  "fallbacks": [f.as_dict() for f in lowered.fallbacks], "plugin_kernels": lowered.plugin_kernels})
-    if board.get("cuda_arch"):  # CUDA boards (jetson): device code and its host side, sdk/codegen/cuda.py
-        from .cuda import generate_cuda
-        info.update(generate_cuda(g, plan, board, options, prefix, out_dir, info))
+    for set_name in board.kernels:  # the accelerator sets the board lists: their own project output
+        if set_name in SET_OUTPUTS:
+            info.update(SET_OUTPUTS[set_name](g, plan, board, options, prefix, out_dir, info))
     return info
 
 

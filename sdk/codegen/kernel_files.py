@@ -16,10 +16,9 @@ from typing import Callable
 
 import jinja2
 
-from .kernel_api import KernelInterfaceError, declarations
-from .lowering import TEMPLATES
-
-EXTENSIONS = {"cuda": ".cuh"}  # every other set: .h
+from ..kernels.contract import KernelInterfaceError, declarations
+from ..kernels.kernel_sets import KERNEL_SETS
+from ..paths import TEMPLATES
 
 # Kernel sources that plugins provide (sdk/plugins.py), by (set, kernel): who provides it
 # and a function returning its text. An entry for a built-in kernel replaces that kernel's
@@ -49,7 +48,8 @@ VARIANTS: dict[str, dict[str, object]] = {
 
 
 def extension(kernel_set: str) -> str:
-    return EXTENSIONS.get(kernel_set, ".h")
+    """The file extension of the set's kernel sources (its KernelSet says)."""
+    return KERNEL_SETS[kernel_set].extension
 
 
 @lru_cache(maxsize=None)

@@ -7,15 +7,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir import Graph
+from ..kernels.contract import Buf, Declined, KernelCall, KernelInterfaceError, Param, Weight
+from ..kernels.kernel_sets import KERNEL_SETS
+from ..kernels.options import CodegenOptions
 from ..ops import get_op
 from ..planner import ArenaPlan
-from .kernel_api import Buf, Declined, KernelCall, KernelInterfaceError, Param, Weight
-from .kernel_sets import KERNEL_SETS
-from .kernel_sets_loader import load_all
-from .options import CodegenOptions
+from .kernel_files import plugin_provider
 from .sanitize import Namer
 
-TEMPLATES = __import__("pathlib").Path(__file__).resolve().parent.parent / "templates"
 CTYPES = {"int8": "int8_t", "int16": "int16_t", "float32": "float", "int32": "int32_t", "float16": "cuvil_f16"}
 
 
@@ -83,7 +82,6 @@ def select_kernel(c: KernelCall, node, g: Graph, kernel_sets: list[str], options
     """The call(s) of the first set in `kernel_sets` (then portable) that takes `c`. When the
     portable kernel ends up running it on a board that has a faster set, `fallbacks` says
     why: each set's reason for declining, or that the set has no kernel for it at all."""
-    load_all()
     reasons = []
     for set_name in kernel_sets:
         answer = KERNEL_SETS[set_name].specialise(c, node, g, options)
@@ -130,7 +128,6 @@ def layer_calls(g: Graph, kernel_sets: list[str], options: CodegenOptions, fallb
 
 
 def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: CodegenOptions, prefix: str) -> Lowered:
-    from .kernel_files import plugin_provider  # kernel_files reads TEMPLATES from here
     out = Lowered()
     namer = Namer()
     for index, node, portable, calls in layer_calls(g, kernel_sets, options, out.fallbacks):

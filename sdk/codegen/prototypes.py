@@ -1,12 +1,12 @@
 """Reading a kernel's C prototype back from its source, to check it against the kernel's
-declaration (kernel_api.py): the header is the fifth place a parameter list could drift,
+declaration (kernels/contract.py): the header is the fifth place a parameter list could drift,
 so it is read, never trusted."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from .kernel_api import KernelDecl
+from ..kernels.contract import KernelDecl
 
 PROTOTYPE = r"(?:static\s+(?:inline\s+)?void|CUVIL_KERNEL)\s+{name}\s*\(([^)]*)\)"
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)

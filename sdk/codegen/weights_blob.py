@@ -21,24 +21,11 @@ import numpy as np
 
 from ..boards import Board
 from ..errors import UsageError
+from ..kernels.options import WeightPlacement
 
 PLACEMENTS = ("linked", "region", "file")
 WEIGHT_ALIGN = 16  # every array starts 16-byte aligned, as the C arrays were
 MIN_BLOB_BYTES = WEIGHT_ALIGN  # a model without weights still has a blob (mmap of 0 bytes fails)
-
-
-@dataclass(frozen=True)
-class WeightPlacement:
-    """Where the weight blob goes: the placement, and for `region` the board's region."""
-
-    placement: str = "linked"
-    region: str = ""  # the region's name in the board file (placement "region" only)
-
-    def section(self, prefix: str) -> str:
-        """The ELF section of the blob; `region` sections are the linker script's (.<region>.rodata.*)."""
-        if self.placement == "region":
-            return f".{self.region}.rodata.{prefix}_weights"
-        return f".rodata.{prefix}_weights"
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from typing import Callable
 import numpy as np
 
 from ..ir import Graph, Node
-from ..quant.requant import dequantize, quantize_float
-from ..codegen.kernel_api import call
+from ..kernels.contract import call
+from ..kernels.requant import dequantize, quantize_float
 from .common import Weight, io_args, qparams_of, require
 from .registry import OpDef, register
 

@@ -5,7 +5,7 @@ a chain of two-input nodes, one input into an Identity).
 Float: one kernel, binary_f32, by code. int8 rules (every one bit-exact on every target):
 - an operand that is a constant scalar makes the op a unary function of the other one:
   the 256-entry lookup table of activation.py (lut_s8), exact by construction;
-- Sub, Sum: the Add rule (quant.requant.add_rule, int32 throughout), Sub with the second
+- Sub, Sum: the Add rule (kernels.requant.add_rule, int32 throughout), Sub with the second
   multiplier negated;
 - Min, Max: each operand requantized to the output's scale by the one rounding rule, then
   compared (requantization is monotonic, so this is the min/max of the requantized values);
@@ -22,9 +22,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..codegen.kernel_api import call
 from ..ir import Graph, Node
-from ..quant.requant import clamp_int8, dequantize, quantize_float, quantize_multiplier, requant
+from ..kernels.contract import call
+from ..kernels.requant import clamp_int8, dequantize, quantize_float, quantize_multiplier, requant
 from .activation import lookup_table
 from .common import (Buf, Weight, apply_fused_float, broadcast_shape, float_bounds, fused_int_range, qparams_of,
                      require)

@@ -5,10 +5,10 @@ from typing import Any
 
 import numpy as np
 
-from ..codegen.kernel_api import Buf, Weight  # noqa: F401  (the kernel interface's argument types)
 from ..errors import ModelError
 from ..ir import Graph, Node, QParams
-from ..quant.requant import INT8_MAX, INT8_MIN
+from ..kernels.contract import Buf, Weight  # noqa: F401  (the kernel interface's argument types)
+from ..kernels.requant import INT8_MAX, INT8_MIN
 
 
 def qparams_of(g: Graph, name: str) -> tuple[float, int]:

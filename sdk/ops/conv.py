@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
-from ..quant.requant import INT16_MAX, INT16_MIN, clamp_to, quantize_multipliers, requant
-from ..codegen.kernel_api import call
+from ..kernels.contract import call
+from ..kernels.requant import INT16_MAX, INT16_MIN, clamp_to, quantize_multipliers, requant
 from .common import (Weight, apply_fused_float, const_input, float_bounds, fused_int_range, io_args, is_wide,
                      optional_input, qparams_of, require)
 from .registry import OpDef, register

@@ -1,6 +1,6 @@
 """Binary element-wise ops with numpy broadcasting: Add and Mul.
 
-int8 rules: Add rescales both inputs to a common 21-bit fixed point (quant.requant.add_rule,
+int8 rules: Add rescales both inputs to a common 21-bit fixed point (kernels.requant.add_rule,
 int32 throughout); Mul requantizes the product of the zero-point-corrected inputs.
 A constant operand is quantized per tensor at compile time. In C the kernels walk a
 4-D broadcast with per-input strides that Python computes.
@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
-from ..quant.requant import add_multipliers, add_rule, clamp_int8, quantize_multiplier, requant
-from ..codegen.kernel_api import call
+from ..kernels.contract import call
+from ..kernels.requant import add_multipliers, add_rule, clamp_int8, quantize_multiplier, requant
 from .common import Buf, Weight, apply_fused_float, float_bounds, fused_int_range, qparams_of, require
 from .registry import OpDef, register
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
-from ..quant.requant import clamp_to, requant
-from ..codegen.kernel_api import call
-from .common import Weight, apply_fused_float, const_input, float_bounds, io_args, optional_input, require
+from ..kernels.contract import call
+from ..kernels.requant import clamp_to, requant
 from . import matmul
+from .common import Weight, apply_fused_float, const_input, float_bounds, io_args, optional_input, require
 from .conv import quantize_weighted
 from .registry import OpDef, register
 

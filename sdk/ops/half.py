@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..codegen.kernel_api import call
+from ..kernels.contract import call
 from .common import io_args
 from .registry import OpDef, register
 

@@ -7,7 +7,7 @@ element offset of each batch entry's A and B matrices (broadcast batch entries s
 so the kernels never see a rank.
 
 int8 rule: acc = sum_k (a - za)(b - zb) in int32 (|acc| < 2^31 for k < 33000), then
-y = clamp(zy + requant(acc, M, S)) with M / 2^S ~= sa * sb / sy (quant/requant.py, the one
+y = clamp(zy + requant(acc, M, S)) with M / 2^S ~= sa * sb / sy (sdk/kernels/requant.py, the one
 rounding rule), the clamp carrying a fused Relu/Clip. Both operands are per-tensor.
 """
 from __future__ import annotations
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..codegen.kernel_api import Buf, KernelCall, Weight, call
 from ..ir import Graph, Node
-from ..quant.requant import clamp_int8, quantize_multiplier, requant
+from ..kernels.contract import Buf, KernelCall, Weight, call
+from ..kernels.requant import clamp_int8, quantize_multiplier, requant
 from .common import apply_fused_float, float_bounds, fused_int_range, qparams_of, require
 
 MAX_K = 33000  # 255 * 255 * k stays below 2^31

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..codegen.kernel_api import call
 from ..ir import Graph, Node
+from ..kernels.contract import call
 from .common import Buf, Weight, const_input, optional_input, require, stacked_samples
 from .registry import OpDef, register
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..codegen.kernel_api import call
 from ..ir import Graph, Node
-from ..quant.requant import quantize_float
+from ..kernels.contract import call
+from ..kernels.requant import quantize_float
 from .common import Buf, Weight, const_input, io_args, optional_input, qparams_of, require
 from .registry import OpDef, register
 

@@ -13,8 +13,8 @@ import math
 import numpy as np
 
 from ..ir import Graph, Node, Tensor
-from ..quant.requant import clamp_int8, quantize_multipliers, requant
-from ..codegen.kernel_api import call
+from ..kernels.contract import call
+from ..kernels.requant import clamp_int8, quantize_multipliers, requant
 from .common import Weight, io_args, qparams_of, require
 from .conv import from_nchw, patches, spatial_dims, to_nchw
 from .registry import OpDef, register

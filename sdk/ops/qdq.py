@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..quant.requant import INT16_MAX, INT16_MIN, clamp_to, dequantize, quantize_float, quantize_multiplier, requant
-from ..codegen.kernel_api import call
+from ..kernels.contract import call
+from ..kernels.requant import INT16_MAX, INT16_MIN, clamp_to, dequantize, quantize_float, quantize_multiplier, requant
 from .common import io_args, require
 from .registry import OpDef, register
 

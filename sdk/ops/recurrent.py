@@ -30,12 +30,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..codegen.kernel_api import Buf, KernelCall, Weight, call
 from ..ir import Graph, Node
+from ..kernels.contract import Buf, KernelCall, Weight, call
+from . import recurrent_int as qrnn
 from .activation import sigmoid
 from .common import optional_input, require
 from .registry import OpDef, register
-from . import recurrent_int as qrnn
 
 def named_inputs(node: Node, xs: list[np.ndarray]) -> dict[str, np.ndarray]:
     """The node's input values by name (the interpreter passes the present inputs only)."""

@@ -15,7 +15,7 @@ Fixed points (Qm.n: int16 with n fraction bits):
       ax = sum_i W[r, i] (x_i - zx)             ah = sum_j R[r, j] h_j
       gx = sat16(requant(ax, Mx[r], Sx[r]) + bx[r]),  Mx / 2^Sx ~= sx sw[r] 2^12,  bx = round(Wb 2^12)
       gh = sat16(requant(ah, Mh[r], Sh[r]) + bh[r]),  Mh / 2^Sh ~= sr[r] / 8,      bh = round(Rb 2^12)
-  requant is the one rounding rule (quant/requant.py); the biases join in Q3.12, so their
+  requant is the one rounding rule (sdk/kernels/requant.py); the biases join in Q3.12, so their
   size never depends on the weights' scales. Quantization refuses weights whose worst-case
   sums could leave int32 (255 sum|W[r]| or 32768 sum|R[r]|: over 516 hidden units).
 - sigmoid and tanh: Q3.12 in, Q0.15 out, by a 513-entry int16 table of f at every
@@ -36,21 +36,34 @@ from c at 2^-F; each output has its own calibrated scale.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
-from ..codegen.kernel_api import Buf, Weight
 from ..ir import Graph, Node
-from ..quant.requant import (RequantRangeError, clamp_int8, quantize_float, quantize_multiplier, quantize_multipliers,
-                             requant)
+from ..kernels.contract import Buf, Weight
+from ..kernels.requant import (RequantRangeError, clamp_int8, quantize_float, quantize_multiplier, quantize_multipliers,
+                               requant)
 from .activation import sigmoid
 from .common import optional_input, qparams_of
 from .conv import symmetric_per_channel
 from .elementwise import const_qparams
 
-if TYPE_CHECKING:
-    from .recurrent import Recurrent
+
+class Recurrent(Protocol):
+    """What the int8 rules read of an LSTM or GRU op (ops/recurrent.py's Recurrent, which
+    imports this module): stated here so that this module need not import that one back."""
+
+    outputs: int  # ONNX outputs (Y, Y_h[, Y_c])
+
+    def attr(self, node: Node, key: str) -> Any: ...
+
+    def shape(self, node: Node, g: Graph) -> Any: ...
+
+    def state_shape(self, s: Any) -> tuple[int, int, int]: ...
+
+    def weights(self, node: Node, g: Graph, d: int) -> dict[str, np.ndarray]: ...
+
 
 GATE_BITS = 12  # gate pre-activations: Q3.12
 STATE_BITS = 15  # h, sigmoid and tanh outputs: Q0.15

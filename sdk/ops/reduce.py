@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..codegen.kernel_api import call
 from ..ir import Graph, Node
-from ..quant.requant import clamp_int8, quantize_float, quantize_multiplier, requant
+from ..kernels.contract import call
+from ..kernels.requant import clamp_int8, quantize_float, quantize_multiplier, requant
 from .common import io_args, qparams_of, require
 from .registry import OpDef, register
 

@@ -1,14 +1,12 @@
 """The op registry: every supported ONNX op is registered exactly once, by its family module."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..ir import Graph, Node, QParams
-
-if TYPE_CHECKING:  # annotations only; the kernel contract (sdk/codegen/kernel_api.py, moving to sdk/kernels)
-    from ..codegen.kernel_api import KernelCall
+from ..kernels.contract import KernelCall
 
 
 class OpDef:

@@ -27,9 +27,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..codegen.kernel_api import call
 from ..ir import Graph, Node
-from ..quant.requant import quantize_float
+from ..kernels.contract import call
+from ..kernels.requant import quantize_float
 from .common import Buf, Weight, optional_input, qparams_of, require
 from .movement import VARIANT, Remap, strides_of
 from .registry import register

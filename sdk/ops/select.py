@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..codegen.kernel_api import call
-from ..quant.requant import clamp_int8, quantize_multiplier, requant
+from ..kernels.contract import call
+from ..kernels.requant import clamp_int8, quantize_multiplier, requant
 from .common import Buf, Weight, broadcast_shape, qparams_of, require
 from .elementwise import MAX_RANK, broadcast_strides, const_qparams
 from .registry import OpDef, register

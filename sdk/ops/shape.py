@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
-from ..quant.requant import clamp_int8, quantize_float, quantize_multiplier, requant
-from ..codegen.kernel_api import call
+from ..kernels.contract import call
+from ..kernels.requant import clamp_int8, quantize_float, quantize_multiplier, requant
 from .common import Weight, io_args, qparams_of, require, stacked_samples
 from .movement import remap_call, strides_of
 from .registry import OpDef, register

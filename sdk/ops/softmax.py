@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..codegen.kernel_api import call
 from ..ir import QParams
-from ..quant.requant import clamp_int8
+from ..kernels.contract import call
+from ..kernels.requant import clamp_int8
 from .common import Weight, io_args, per_tensor, qparams_of, require
 from .registry import OpDef, register
 

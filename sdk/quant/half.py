@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..codegen.kernel_api import KernelCall, Weight, declarations
 from ..errors import ModelError
 from ..ir import Graph, Node
+from ..kernels.contract import KernelCall, Weight, declarations
 from ..ops import get_op
 from .mixed import convert_node
 

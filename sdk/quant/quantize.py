@@ -9,10 +9,10 @@ import numpy as np
 
 from ..errors import ModelError, UsageError
 from ..ir import Graph, QParams
+from ..kernels.requant import RequantRangeError
 from ..ops import get_op
 from .calibrate import RangeObserver
 from .int16 import widen_layers
-from .requant import RequantRangeError
 from .mixed import keep_in_float
 
 

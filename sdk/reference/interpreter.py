@@ -8,8 +8,8 @@ import numpy as np
 
 from ..errors import ModelError
 from ..ir import Graph
+from ..kernels.requant import dequantize, quantize_float
 from ..ops import get_op
-from ..quant.requant import dequantize, quantize_float
 
 
 def _run(g: Graph, feeds: dict[str, np.ndarray], step: Callable, keep_all: bool) -> dict[str, np.ndarray]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import jinja2
 
-from ..codegen.lowering import TEMPLATES
+from ..paths import TEMPLATES
 
 CHART_WIDTH, CHART_HEIGHT = 760, 240
 # plot area inside the SVG: room on the left for the y tick labels, below for the x labels

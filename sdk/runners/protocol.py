@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import TargetError
-from ..quant.requant import dequantize
+from ..kernels.requant import dequantize
 
 
 def per_input_arrays(info: dict, samples: list[dict[str, np.ndarray]]) -> list[np.ndarray]:

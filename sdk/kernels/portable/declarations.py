@@ -1,5 +1,5 @@
 """Declarations of the portable kernels (sdk/templates/portable/): one per kernel, in C parameter order."""
-from ..kernel_api import DECLARATIONS, F, I, In, Out, W, declare
+from ..contract import DECLARATIONS, F, I, In, Out, W, declare
 
 SET = "portable"
 

@@ -10,7 +10,7 @@ rewrites the portable arguments for it; the C headers only implement:
   LDM + SMLAD, twice the bytes); depthwise weights (9 per channel) always as int16;
 - requantization constants become {M, rnd, s} per channel (`fast_requant`): for a shift
   S >= 33 a three-instruction requant (SMMLA, ASR, then + zy) that is exact for the rounding
-  rule of cuvil_sdk/quant/requant.py for every int32 accumulator; for S <= 32 the 64-bit form
+  rule of sdk/kernels/requant.py for every int32 accumulator; for S <= 32 the 64-bit form
   (then the layer's assembly blocks give way to their C loops, `fastq` = 0);
 - accumulators are int32 like the portable kernels' (SMLAD wraps the same way), so a
   worst-case bound beyond int32 changes nothing: the sums are those of the portable kernel;
@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node
-from .kernel_api import Declined, KernelCall, Weight, kernel
-from .kernel_sets import Answer, KernelSet, register_kernel_set
-from .simd_layout import STRIDED_SOFTMAX, pick, row_softmax_args, undilated_pool
+from ...ir import Graph, Node
+from ..contract import Declined, KernelCall, Weight, kernel
+from ..kernel_sets import Answer, KernelSet, register_kernel_set
+from ..simd_layout import STRIDED_SOFTMAX, pick, row_softmax_args, undilated_pool
 
 COL_WORDS = 1024  # CUVIL_DSP_COL_WORDS in the headers: K' <= 1024 int16 values per pixel
 SET = "cortex_m_dsp"

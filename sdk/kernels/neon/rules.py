@@ -3,7 +3,7 @@
 (SDOT, vdotq_laneq_s32) when the board's -mcpu has it (__ARM_FEATURE_DOTPROD) and plain
 widening multiplies otherwise; the weight layouts are the same either way.
 
-As for the avx2 set (kset_avx2.py), each rule re-lays the weights out at compile time and
+As for the avx2 set (sdk/kernels/avx2/rules.py), each rule re-lays the weights out at compile time and
 takes every int8 convolution (depthwise with any depth multiplier, stride and dilation in
 output-channel tiles; grouped and dilated ones as dense convolutions with zero weights), any
 fully connected layer whose sums fit 32-bit lanes, and any shift. int8 results are
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernel_api import Declined, KernelCall, Weight, kernel
-from .kernel_sets import Answer, KernelSet, register_kernel_set
-from .simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, SUM_RANGE, acc_bounds, channel_blocks, channel_tile,
-                          conv_tap_rows, data, dense_conv_weights, padded, panel_band, pick, requant_table_neon,
-                          sums_fit, threads_for, undilated_pool, zero_point_bias)
-from .simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, half_rules, shared_rules
+from ..contract import Declined, KernelCall, Weight, kernel
+from ..kernel_sets import Answer, KernelSet, register_kernel_set
+from ..simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, acc_bounds, channel_blocks, channel_tile, conv_panels,
+                           conv_tap_rows, dense_conv_weights, fc_panels, int8_constants, padded, panel_band, pick,
+                           requant_table_neon, threads_for, zero_point_bias)
+from ..simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, half_rules, shared_rules
 
 FC_K_MAX = PANEL_MAX_BYTES  # fc: the most inputs copied to the stack
 SET = "neon"
@@ -43,10 +43,10 @@ def requant_args(w: np.ndarray, bias: np.ndarray, mult: np.ndarray, shift: np.nd
 
 def conv_s8(c: KernelCall, node, g, options) -> Answer:
     a = c.args
-    w = data(a["w"]).astype(np.int64)  # [oc][kh][kw][c / groups]
-    bias, mult, shift = data(a["bias"]), data(a["mult"]), data(a["shift"])
-    if not sums_fit(w, bias):
-        return Declined(SUM_RANGE)
+    constants = int8_constants(a)
+    if isinstance(constants, Declined):
+        return constants
+    w, bias, mult, shift = constants  # w: [oc][kh][kw][c / groups]
     if a["groups"] == a["c"] > 1:  # depthwise, any depth multiplier
         return depthwise_s8(a, w, bias, mult, shift, options)
     w = dense_conv_weights(w, a["groups"], a["c"], a["dh"], a["dw"])
@@ -55,11 +55,7 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
     bias_zx = wrap32(zero_point_bias(bias, w, a["zx"]))
     rows, kr = conv_tap_rows(w, 4)  # [oc][kh][kr], kr a multiple of 4
     blocks = channel_blocks(oc, 16, 8)
-    packed = []
-    for o, width in blocks:
-        block = np.zeros((width, kh, kr), dtype=np.int64)
-        block[:min(width, oc - o)] = rows[o:o + width]
-        packed.append(block.reshape(width, kh, kr // 4, 4).transpose(1, 2, 0, 3).reshape(-1))  # [ky][quad][ch][4]
+    packed = conv_panels(rows, blocks, 4)  # [ky][quad][ch][4]
     ocp = sum(width for _, width in blocks)
     cols = (a["ow"] - 1) * a["sw"] + kw
     rowlen = (cols * ch + 16 + 15) // 16 * 16
@@ -69,7 +65,7 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
     macs = a["n"] * a["oh"] * a["ow"] * oc * kh * kw * ch
     return kernel(SET, "conv2d_s8_neon")(
         **{**pick(a, "in out oc zx zy lo hi " + CONV_GEOMETRY), "kh": kh, "kw": kw},
-        w=Weight("w8", np.concatenate(packed).astype(np.int8), "int8_t"),
+        w=Weight("w8", packed.astype(np.int8), "int8_t"),
         bias=Weight("bias_zx", padded(bias_zx, ocp), "int32_t"), **requant_args(w, bias, mult, shift, ocp),
         kq=kr // 4, band=band, threads=threads_for(options, macs))
 
@@ -99,36 +95,19 @@ def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
 
 def fc_s8(c: KernelCall, node, g, options) -> Answer:
     a = c.args
-    w = data(a["w"]).astype(np.int64)  # [n][k]
-    bias, mult, shift = data(a["bias"]), data(a["mult"]), data(a["shift"])
+    constants = int8_constants(a, FC_K_MAX)
+    if isinstance(constants, Declined):
+        return constants
+    w, bias, mult, shift = constants  # w: [n][k]
     n, k = a["n"], a["k"]
-    if k > FC_K_MAX:
-        return Declined(f"more than {FC_K_MAX} inputs")
-    if not sums_fit(w, bias):
-        return Declined(SUM_RANGE)
     bias_zx = wrap32(zero_point_bias(bias, w, a["zx"]))
     kp = -(-k // 16) * 16
-    packed = []
-    for j in range(0, n, 32):
-        width = min(32, -(-(n - j) // 4) * 4)  # whole blocks of 4
-        block = np.zeros((width, kp), dtype=np.int64)
-        block[:min(width, n - j), :k] = w[j:j + width]
-        packed.append(block.reshape(width, kp // 4, 4).transpose(1, 0, 2).reshape(-1))  # [quad][output][4]
+    packed = fc_panels(w, kp, 4, 4)  # blocks of 4 outputs, [quad][output][4]
     np4 = -(-n // 4) * 4
     return kernel(SET, "fc_s8_neon")(
-        **pick(a, "in out rows k n zy lo hi"), w=Weight("w8", np.concatenate(packed).astype(np.int8), "int8_t"),
+        **pick(a, "in out rows k n zy lo hi"), w=Weight("w8", packed.astype(np.int8), "int8_t"),
         bias=Weight("bias_zx", padded(bias_zx, np4), "int32_t"), **requant_args(w, bias, mult, shift, np4), kp=kp,
         threads=threads_for(options, a["rows"] * n * k))
-
-
-def maxpool_s8(c: KernelCall, node, g, options) -> Answer:
-    a = undilated_pool(c.args)
-    return a if isinstance(a, Declined) else kernel(SET, "maxpool_s8_neon")(**a)
-
-
-def avgpool_s8(c: KernelCall, node, g, options) -> Answer:
-    a = undilated_pool(c.args)  # (its requantization saturates: no bound needed)
-    return a if isinstance(a, Declined) else kernel(SET, "avgpool_s8_neon")(**a)
 
 
 @register_kernel_set
@@ -139,6 +118,4 @@ class Neon(KernelSet):
         **half_rules(SET),
         "conv2d_s8": conv_s8,
         "fc_s8": fc_s8,
-        "maxpool_s8": maxpool_s8,
-        "avgpool_s8": avgpool_s8,
     }

@@ -6,10 +6,11 @@ from functools import partial
 
 import numpy as np
 
-from .kernel_api import Declined, KernelCall, Weight, kernel
+from .contract import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer
-from .simd_layout import (PANEL_MAX_BYTES, channel_blocks, conv_tap_rows, data, dense_conv_weights, padded, panel_band,
-                          pick, row_softmax_args, STRIDED_SOFTMAX, threads_for)
+from .simd_layout import (PANEL_MAX_BYTES, STRIDED_SOFTMAX, channel_blocks, conv_panels, conv_tap_rows, data,
+                          dense_conv_weights, fc_panels, padded, panel_band, pick, row_softmax_args, threads_for,
+                          undilated_pool)
 
 CONV_GEOMETRY = "n h wd c oh ow kh kw sh sw pt pl"
 PANEL_TOO_WIDE = f"one band of input rows needs more than {PANEL_MAX_BYTES // 1024} KB of stack panel"
@@ -80,16 +81,12 @@ def float_conv(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> 
             bias=Weight("bias", padded(bias, cp), "float"), band=band)
     rows, kr = conv_tap_rows(w, 1)  # [oc][kh][kw * c]
     blocks = channel_blocks(oc, 16, 8)
-    packed = []
-    for o, width in blocks:
-        block = np.zeros((width, kh, kr), dtype=np.float32)
-        block[:min(width, oc - o)] = rows[o:o + width]
-        packed.append(block.transpose(1, 2, 0).reshape(-1))  # [ky][tap][channel]
+    packed = conv_panels(rows, blocks, 1)  # [ky][tap][channel]
     band = panel_band(a["oh"], a["sh"], kh, round_up(cols * ch, lanes) * itemsize)
     if band == 0:
         return Declined(PANEL_TOO_WIDE)
     return kernel(kernel_set, f"conv2d_{variant}_{kernel_set}")(
-        **common, oc=oc, w=Weight("w", np.concatenate(packed).astype(dtype), ctype),
+        **common, oc=oc, w=Weight("w", packed.astype(dtype), ctype),
         bias=Weight("bias", padded(bias, sum(width for _, width in blocks)), "float"), band=band)
 
 
@@ -102,14 +99,9 @@ def float_fc(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> An
     w = data(a["w"]).astype(np.float32)  # [n][k]
     bias = data(a["bias"]).astype(np.float32)
     n, k = a["n"], a["k"]
-    packed = []
-    for j in range(0, n, 32):
-        width = min(32, round_up(n - j, lanes))
-        block = np.zeros((width, k), dtype=np.float32)
-        block[:min(width, n - j)] = w[j:j + width]
-        packed.append(block.T.reshape(-1))  # [k][output]
+    packed = fc_panels(w, k, lanes, 1)  # [k][output]
     return kernel(kernel_set, f"fc_{variant}_{kernel_set}")(
-        **pick(a, "in out rows k n lo hi"), w=Weight("w", np.concatenate(packed).astype(dtype), ctype),
+        **pick(a, "in out rows k n lo hi"), w=Weight("w", packed.astype(dtype), ctype),
         bias=Weight("bias", padded(bias, round_up(n, lanes)), "float"),
         threads=threads_for(options, a["rows"] * n * k))
 
@@ -130,10 +122,19 @@ def transpose_s8(kernel_set: str, c: KernelCall, node, g, options) -> Answer:
     return kernel(kernel_set, f"transpose_s8_{kernel_set}")(**c.args)
 
 
+def pool_s8(kernel_set: str, op: str, c: KernelCall, node, g, options) -> Answer:
+    """int8 max and average pooling without dilation (the average's requantization saturates:
+    no bound needed)."""
+    a = undilated_pool(c.args)
+    return a if isinstance(a, Declined) else kernel(kernel_set, f"{op}_s8_{kernel_set}")(**a)
+
+
 def shared_rules(kernel_set: str, lanes: int) -> dict:
-    """The rules both SIMD sets get from here (their kernels differ only by vector width)."""
+    """The rules both SIMD sets get from here (their kernels differ only by vector width;
+    simd_declarations declares them)."""
     return {"add_s8": partial(binary_s8, kernel_set, "add"), "mul_s8": partial(binary_s8, kernel_set, "mul"),
             "softmax_s8": partial(softmax_s8, kernel_set), "transpose_s8": partial(transpose_s8, kernel_set),
+            "maxpool_s8": partial(pool_s8, kernel_set, "maxpool"), "avgpool_s8": partial(pool_s8, kernel_set, "avgpool"),
             "conv2d_f32": partial(float_conv, kernel_set, lanes),
             "fc_f32": partial(float_fc, kernel_set, lanes)}
 

@@ -14,8 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-from .kernel_api import Buf, KernelCall, Weight, kernel
-from .kernel_sets import Answer, KernelSet, register_kernel_set
+from ..contract import Buf, KernelCall, Weight, kernel
+from ..kernel_sets import Answer, KernelSet, register_kernel_set
 
 SET = "cuda"
 
@@ -141,3 +141,5 @@ def with_half(rules: dict) -> dict:
 class Cuda(KernelSet):
     name = SET
     rules = with_half(FLOAT_RULES)
+    extension = ".cuh"
+    cpu = False  # device code of its own: codegen/cuda.py renders it beside the CPU path

@@ -1,7 +1,7 @@
 """The typed kernel interface: one declaration per C kernel, calls built by keyword.
 
 Every kernel of every set (sdk/templates/<set>/<kernel>.h, CUDA's .cuh) is declared once,
-in sdk/codegen/signatures/<set>.py, as its name and its ordered parameters, each with a
+in sdk/kernels/<set>/declarations.py, as its name and its ordered parameters, each with a
 kind and a C type:
 
     input   a const pointer to a tensor: an arena buffer (Buf) or a constant (Weight)
@@ -94,6 +94,13 @@ class KernelDecl:
     kernel_set: str
     name: str
     params: tuple[Param, ...]
+    # a plugin kernel rendered per attribute signature (sdk/plugins.py): the name it is declared
+    # under, which its rules are registered by; `name` is that plus the signature's digest
+    template: str = ""
+
+    @property
+    def declared_name(self) -> str:
+        return self.template or self.name
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -190,7 +197,7 @@ def declare(kernel_set: str, name: str, *params: Param | Iterable[Param]) -> Ker
 
 
 def declarations(kernel_set: str) -> dict[str, KernelDecl]:
-    from . import signatures  # noqa: F401  (importing declares every set)
+    """The kernels of a set by name (importing the kernels package declared every set)."""
     return DECLARATIONS.get(kernel_set, {})
 
 

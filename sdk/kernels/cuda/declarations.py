@@ -3,8 +3,8 @@
 A CUDA kernel named like a portable one has the portable kernel's parameters exactly (one
 thread per output value, the same arithmetic): it is declared by reference, not restated.
 The others are the CUDA set's own."""
-from ..kernel_api import DECLARATIONS, I, In, Out, W, declare
-from . import portable  # noqa: F401  (declared first: the CUDA kernels below share its signatures)
+from ..contract import DECLARATIONS, I, In, Out, W, declare
+from ..portable import declarations  # noqa: F401  (declared first: the CUDA kernels below share its signatures)
 
 SET = "cuda"
 
@@ -18,7 +18,7 @@ declare(SET, "dwconv2d_s8", In("in", "int8_t"), Out("out", "int8_t"), W("w", "in
 declare(SET, "fc_s8_dp4a", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
         W("mult", "int32_t"), W("shift", "int32_t"), W("wsum", "int32_t"), *I("rows k n zx zy lo hi"))
 
-# Every portable kernel has a CUDA version with the same parameters (kset_cuda.py's rules),
+# Every portable kernel has a CUDA version with the same parameters (sdk/kernels/cuda/rules.py's rules),
 # except `copy`, which runs as copy_bytes.
 for _name, _decl in list(DECLARATIONS["portable"].items()):
     if _name != "copy":

@@ -1,5 +1,5 @@
 """Declarations of the cortex_m_dsp kernels (sdk/templates/cortex_m_dsp/): one per kernel, in C parameter order."""
-from ..kernel_api import I, In, Out, W, declare
+from ..contract import I, In, Out, W, declare
 
 SET = "cortex_m_dsp"
 

@@ -1,9 +1,9 @@
-"""Compile-time weight layouts and checks shared by the SIMD kernel sets (kset_avx2.py,
-kset_neon.py). Python decides every layout; the C headers only read them.
+"""Compile-time weight layouts and checks shared by the SIMD kernel sets (sdk/kernels/avx2/rules.py,
+sdk/kernels/neon/rules.py). Python decides every layout; the C headers only read them.
 
 Everything here keeps the portable kernels' integer results exactly: the layouts only
 re-order and zero-pad weights, and the requantization tables encode the same rule as
-cuvil_requant (cuvil_common.h, quant/requant.py).
+cuvil_requant (cuvil_common.h, sdk/kernels/requant.py).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .kernel_api import Declined, Weight
+from .contract import Declined, Weight
 from .options import CodegenOptions
 
 INT32_LIMIT = 2**31 - 1
@@ -154,12 +154,52 @@ def conv_tap_rows(w: np.ndarray, multiple: int) -> tuple[np.ndarray, int]:
     return rows, kr
 
 
+def conv_panels(rows: np.ndarray, blocks: list[tuple[int, int]], group: int) -> np.ndarray:
+    """[oc][kh][kr] tap rows (conv_tap_rows) as the SIMD convolutions read them: per block of
+    output channels (channel_blocks, zero channels past oc), [ky][kr / group][channel][group],
+    `group` taps per channel together (1 float, 2 for vpmaddwd, 4 for vpdpbusd/SDOT quads)."""
+    oc, kh, kr = rows.shape
+    packed = []
+    for o, width in blocks:
+        block = np.zeros((width, kh, kr), dtype=rows.dtype)
+        block[:min(width, oc - o)] = rows[o:o + width]
+        packed.append(block.reshape(width, kh, kr // group, group).transpose(1, 2, 0, 3).reshape(-1))
+    return np.concatenate(packed)
+
+
+def fc_panels(w: np.ndarray, kp: int, lanes: int, group: int) -> np.ndarray:
+    """[n][k] weights as the SIMD fully connected kernels read them: outputs in blocks of up to
+    32 (whole vectors of `lanes`, zero outputs past n), each block [kp / group][output][group]
+    with the inputs zero-padded to kp."""
+    n, k = w.shape
+    packed = []
+    for j in range(0, n, 32):
+        width = min(32, -(-(n - j) // lanes) * lanes)
+        block = np.zeros((width, kp), dtype=w.dtype)
+        block[:min(width, n - j), :k] = w[j:j + width]
+        packed.append(block.reshape(width, kp // group, group).transpose(1, 0, 2).reshape(-1))
+    return np.concatenate(packed)
+
+
 PANEL_BYTES = 48 * 1024  # stack budget of a kernel's input panel (per thread)
 # The most a panel may take when even one band of PANEL_BYTES does not fit (rows hundreds of
 # pixels wide with many channels): Linux boards give the calling thread megabytes of stack
 # and cuvil_parallel's threads CUVIL_THREAD_STACK_BYTES (1 MB).
 PANEL_MAX_BYTES = 512 * 1024
 SUM_RANGE = "a channel's weight sum times 255 leaves int32 (more than 66,000 full-range inputs)"
+
+
+def int8_constants(args: dict[str, Any], k_max: int | None = None) -> tuple[np.ndarray, ...] | Declined:
+    """(weights as int64, bias, multipliers, shifts) of an int8 convolution or fully connected
+    call, or Declined where the SIMD kernels cannot take it: more than `k_max` inputs (fc), or
+    a channel whose 32-bit lane sums could overflow."""
+    w = data(args["w"]).astype(np.int64)
+    bias, mult, shift = data(args["bias"]), data(args["mult"]), data(args["shift"])
+    if k_max is not None and args["k"] > k_max:
+        return Declined(f"more than {k_max} inputs")
+    if not sums_fit(w, bias):
+        return Declined(SUM_RANGE)
+    return w, bias, mult, shift
 
 
 def panel_band(oh: int, sh: int, kh: int, row_bytes: int) -> int:

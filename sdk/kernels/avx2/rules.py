@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernel_api import Declined, KernelCall, Weight, kernel
-from .kernel_sets import Answer, KernelSet, register_kernel_set
-from .simd_layout import (PANEL_MAX_BYTES, SUM_RANGE, channel_blocks, channel_tile, conv_tap_rows, data,
-                          dense_conv_weights, padded, panel_band, pick, requant_mode, requant_table_avx2, sums_fit,
-                          threads_for, undilated_pool)
-from .simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, shared_rules
+from ..contract import Declined, KernelCall, Weight, kernel
+from ..kernel_sets import Answer, KernelSet, register_kernel_set
+from ..simd_layout import (PANEL_MAX_BYTES, channel_blocks, channel_tile, conv_panels, conv_tap_rows,
+                           dense_conv_weights, fc_panels, int8_constants, padded, panel_band, pick, requant_mode,
+                           requant_table_avx2, threads_for)
+from ..simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, shared_rules
 
 X16_MAX = PANEL_MAX_BYTES // 2  # fc: the most inputs converted to int16 on the stack
 SET = "avx2"
@@ -36,10 +36,10 @@ DW_BAND = 4  # depthwise: output rows per panel band the channel tile is sized f
 
 def conv_s8(c: KernelCall, node, g, options) -> Answer:
     a = c.args
-    w = data(a["w"]).astype(np.int64)  # [oc][kh][kw][c / groups]
-    bias, mult, shift = data(a["bias"]), data(a["mult"]), data(a["shift"])
-    if not sums_fit(w, bias):
-        return Declined(SUM_RANGE)
+    constants = int8_constants(a)
+    if isinstance(constants, Declined):
+        return constants
+    w, bias, mult, shift = constants  # w: [oc][kh][kw][c / groups]
     mode = requant_mode(w, bias, shift)
     if a["groups"] == a["c"] > 1:  # depthwise, any depth multiplier
         return depthwise_s8(a, w, bias, mult, shift, mode, options)
@@ -47,12 +47,7 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
     oc, kh, kw = a["oc"], w.shape[1], w.shape[2]
     rows, kr = conv_tap_rows(w, 4)  # [oc][kh][kr]: whole quads of taps for vpdpbusd
     blocks = channel_blocks(oc, 16, 8)
-    packed = []
-    for o, width in blocks:
-        block = np.zeros((width, kh, kr), dtype=np.int64)
-        block[:min(width, oc - o)] = rows[o:o + width]
-        # [ky][pair][channel][2]
-        packed.append(block.reshape(width, kh, kr // 2, 2).transpose(1, 2, 0, 3).reshape(-1))
+    packed = conv_panels(rows, blocks, 2)  # [ky][pair][channel][2]
     ocp = sum(width for _, width in blocks)
     cols = (a["ow"] - 1) * a["sw"] + kw
     rowlen = (cols * a["c"] + 3 + 15) // 16 * 16  # a pixel's last quad may read 3 taps past the row
@@ -62,7 +57,7 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
     macs = a["n"] * a["oh"] * a["ow"] * oc * kh * kw * a["c"]
     return kernel(SET, "conv2d_s8_avx2")(
         **{**pick(a, "in out oc zx lo hi " + CONV_GEOMETRY), "kh": kh, "kw": kw},
-        w=Weight("w", np.concatenate(packed).astype(np.int8), "int8_t"),
+        w=Weight("w", packed.astype(np.int8), "int8_t"),
         bias=Weight("bias", padded(bias.astype(np.int32), ocp), "int32_t"),
         bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, rows.reshape(oc, -1), a["zx"]), ocp), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], lanes_for(oc, ocp), mode == 1), "int64_t"),
@@ -116,38 +111,21 @@ def depthwise_s8(a: dict, w, bias, mult, shift, mode: int, options) -> Answer:
 
 def fc_s8(c: KernelCall, node, g, options) -> Answer:
     a = c.args
-    w = data(a["w"]).astype(np.int64)  # [n][k]
-    bias, mult, shift = data(a["bias"]), data(a["mult"]), data(a["shift"])
+    constants = int8_constants(a, X16_MAX)
+    if isinstance(constants, Declined):
+        return constants
+    w, bias, mult, shift = constants  # w: [n][k]
     n, k = a["n"], a["k"]
-    if k > X16_MAX:
-        return Declined(f"more than {X16_MAX} inputs")
-    if not sums_fit(w, bias):
-        return Declined(SUM_RANGE)
     mode = requant_mode(w, bias, shift)
     kp = -(-k // 4) * 4  # whole quads of inputs for vpdpbusd (pairs for vpmaddwd)
-    packed = []
-    for j in range(0, n, 32):
-        width = min(32, -(-(n - j) // 8) * 8)  # whole blocks of 8
-        block = np.zeros((width, kp), dtype=np.int64)
-        block[:min(width, n - j), :k] = w[j:j + width]
-        packed.append(block.reshape(width, kp // 2, 2).transpose(1, 0, 2).reshape(-1))  # [pair][output][2]
+    packed = fc_panels(w, kp, 8, 2)  # blocks of 8 outputs, [pair][output][2]
     np8 = -(-n // 8) * 8
     return kernel(SET, "fc_s8_avx2")(
-        **pick(a, "in out rows k n zx lo hi"), w=Weight("w", np.concatenate(packed).astype(np.int8), "int8_t"),
+        **pick(a, "in out rows k n zx lo hi"), w=Weight("w", packed.astype(np.int8), "int8_t"),
         bias=Weight("bias", padded(bias.astype(np.int32), np8), "int32_t"),
         bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, w, a["zx"]), np8), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], None, mode == 1), "int64_t"),
         kp=kp, fast=mode, threads=threads_for(options, a["rows"] * n * k))
-
-
-def maxpool_s8(c: KernelCall, node, g, options) -> Answer:
-    a = undilated_pool(c.args)
-    return a if isinstance(a, Declined) else kernel(SET, "maxpool_s8_avx2")(**a)
-
-
-def avgpool_s8(c: KernelCall, node, g, options) -> Answer:
-    a = undilated_pool(c.args)
-    return a if isinstance(a, Declined) else kernel(SET, "avgpool_s8_avx2")(**a)
 
 
 @register_kernel_set
@@ -157,6 +135,4 @@ class Avx2(KernelSet):
         **shared_rules(SET, 8),
         "conv2d_s8": conv_s8,
         "fc_s8": fc_s8,
-        "maxpool_s8": maxpool_s8,
-        "avgpool_s8": avgpool_s8,
     }

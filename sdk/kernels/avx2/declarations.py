@@ -1,0 +1,16 @@
+"""Declarations of the avx2 kernels (sdk/templates/avx2/): one per kernel, in C parameter order;
+those it shares with the neon set by signature come from simd_declarations."""
+from ..contract import I, In, Out, W, declare
+from ..simd_declarations import declare_shared
+
+SET = "avx2"
+
+declare_shared(SET)
+declare(SET, "conv2d_s8_avx2", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
+        W("bias_vnni", "int32_t"), W("rq", "int64_t"), *I("n h wd c oh ow oc kh kw sh sw pt pl kr band fast"), *I("zx lo hi", "int32_t"),
+        *I("threads"))
+declare(SET, "dwconv2d_s8_avx2", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
+        W("bias_vnni", "int32_t"), W("rq", "int64_t"), *I("n h wd c oh ow oc kh kw sh sw dh dw pt pl dm ct band fast"), *I("zx lo hi", "int32_t"),
+        *I("threads"))
+declare(SET, "fc_s8_avx2", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
+        W("bias_vnni", "int32_t"), W("rq", "int64_t"), *I("rows k n kp fast"), *I("zx lo hi", "int32_t"), *I("threads"))

@@ -1,0 +1,23 @@
+"""Declarations of the neon kernels (sdk/templates/neon/): one per kernel, in C parameter order;
+those it shares with the avx2 set by signature come from simd_declarations."""
+from ..contract import F, I, In, Out, W, declare
+from ..simd_declarations import declare_shared
+
+SET = "neon"
+
+declare_shared(SET)
+declare(SET, "conv2d_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
+        W("mult", "int32_t"), W("rq", "int64_t"), *I("n h wd c oh ow oc kh kw sh sw pt pl kq band wide"),
+        *I("zx zy lo hi", "int32_t"), *I("threads"))
+declare(SET, "dwconv2d_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int16_t"), W("bias", "int32_t"),
+        W("mult", "int32_t"), W("rq", "int64_t"), *I("n h wd c oh ow oc kh kw sh sw dh dw pt pl dm ct band wide"),
+        *I("zx zy lo hi", "int32_t"), *I("threads"))
+declare(SET, "fc_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
+        W("mult", "int32_t"), W("rq", "int64_t"), *I("rows k n kp wide"), *I("zy lo hi", "int32_t"), *I("threads"))
+# fp16 (FEAT_FP16, vfmaq_f16): half tensors and weights, float32 bias
+declare(SET, "conv2d_f16_neon", In("in", "cuvil_f16"), Out("out", "cuvil_f16"), W("w", "cuvil_f16"), W("bias", "float"),
+        *I("n h wd c oh ow oc kh kw sh sw pt pl band"), *F("lo hi"), *I("threads"))
+declare(SET, "dwconv2d_f16_neon", In("in", "cuvil_f16"), Out("out", "cuvil_f16"), W("w", "cuvil_f16"),
+        W("bias", "float"), *I("n h wd c oh ow kh kw sh sw pt pl band"), *F("lo hi"), *I("threads"))
+declare(SET, "fc_f16_neon", In("in", "cuvil_f16"), Out("out", "cuvil_f16"), W("w", "cuvil_f16"), W("bias", "float"),
+        *I("rows k n"), *F("lo hi"), *I("threads"))
