@@ -23,16 +23,17 @@ from typing import Any
 
 import numpy as np
 
+from .build_info import BuildInfo
 from .errors import UsageError
 from .preflight import check_request
-from .request import OPTIONS, new_request
+from .request import OPTIONS, CompileRequest, new_request
 
 
 class BuildResult:
     """A built model: `artifacts` (kind -> path), `report` (what `build --json` prints), `info`
     (the full build information), `run(x)` and, for boards that run here, `load()`."""
 
-    def __init__(self, request, info: dict) -> None:
+    def __init__(self, request: CompileRequest, info: BuildInfo) -> None:
         from .commands import summary_of_build
         self.request = request
         self.info = info

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from .boards import Board, all_boards
+from .build_info import BuildInfo
 from .compiler import KEPT_ON_FAILURE, StagedOutput, compile_into, compile_model
 from .data import load_samples, require_file, write_outputs
 from .errors import BudgetError, ToolError, UsageError
@@ -32,14 +33,14 @@ def default_out_dir(model: Path, board: Board, profile: str) -> Path:
     return Path.cwd() / "cuvil-build" / f"{model.stem}-{board.name}-{profile}"
 
 
-def do_compile(req: CompileRequest, out_dir: Path) -> dict:
+def do_compile(req: CompileRequest, out_dir: Path) -> BuildInfo:
     with StagedOutput(out_dir) as stage:
         info = compile_into(req, stage)
     info["out_dir"] = str(out_dir.resolve())
     return info
 
 
-def do_build(req: CompileRequest, out_dir: Path, jobs: int) -> dict:
+def do_build(req: CompileRequest, out_dir: Path, jobs: int) -> BuildInfo:
     out_dir = out_dir.resolve()
     with StagedOutput(out_dir) as stage:
         info = compile_into(req, stage)  # the whole project: model, kernels, harness, linker script, build.json
@@ -86,7 +87,7 @@ def build_checked(stage: Path, board: Board, name: str, jobs: int) -> None:
         raise
 
 
-def memory_report(board: Board, stage: Path, info: dict) -> dict:
+def memory_report(board: Board, stage: Path, info: BuildInfo) -> BuildInfo:
     if board.kind == "firmware":
         from .build_report import check_budget, check_no_malloc, size_report
         name = info["name"]
@@ -130,7 +131,7 @@ def image_out_dir(plan) -> Path:
     return Path.cwd() / "cuvil-build" / f"{args.image}-{args.board}-{args.profile}"
 
 
-def do_build_image(plan, out_dir: Path | None = None) -> dict:
+def do_build_image(plan, out_dir: Path | None = None) -> BuildInfo:
     """Compile every model of the plan into one project, render the multi-model harness (one
     arena for all, the largest model's, unless shared-arena = false), build one firmware image."""
     from .codegen.project import aligned, assemble_image
@@ -259,7 +260,7 @@ def remote_target(req: CompileRequest, args) -> tuple[CompileRequest, object | N
     return replace(req, board=board), FarmTarget(tuple(places), getattr(args, "coordinator", None), baud)
 
 
-def summary_of_build(info: dict) -> dict:
+def summary_of_build(info: BuildInfo) -> dict:
     keys = ("name", "board", "profile", "precision", "arena_bytes", "flash_bytes", "ram_bytes", "weight_bytes",
             "artifacts", "out_dir", "size", "fits", "float_layers", "int16_layers", "cuda", "plugin_kernels", "fallbacks",
             "weights", "regions")

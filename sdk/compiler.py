@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from .boards import all_boards
+from .build_info import BuildInfo
 from .codegen.emit import dump_manifest, generate
 from .codegen.project import assemble_project
 from .codegen.weights_blob import arena_region_of, choose_placement
@@ -117,7 +118,7 @@ def higher_precision_layers(g: Graph, req: CompileRequest, observer, samples, mo
     return kept
 
 
-def compile_into(req: CompileRequest, out_dir: Path) -> dict:
+def compile_into(req: CompileRequest, out_dir: Path) -> BuildInfo:
     """Compile the model into out_dir (which must be new or empty); returns the manifest."""
     info = compile_model(req, out_dir)
     assemble_project(req.board, out_dir, info)
@@ -137,7 +138,7 @@ def weight_layout_of(req: CompileRequest) -> str:
     return layout
 
 
-def compile_model(req: CompileRequest, out_dir: Path) -> dict:
+def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
     """The model's own sources and kernels in out_dir/src, without the board's files and build
     spec (several models of one firmware image share those: codegen/project.py)."""
     precision = choose_precision(req)

@@ -2,12 +2,12 @@
 header and source, its weights, the kernels it uses, and the manifest."""
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Callable
 
 from ..boards import Board
+from ..build_info import BuildInfo, to_json
 from ..ir import Graph
 from ..kernels.kernel_sets import KERNEL_SETS
 from ..kernels.options import CodegenOptions
@@ -56,14 +56,14 @@ def io_entries(g: Graph, names: list[str], plan: ArenaPlan, int8: bool) -> list[
     return entries
 
 
-def manifest(g: Graph, prefix: str, board: Board, precision: str, plan: ArenaPlan, inputs, outputs) -> dict:
+def manifest(g: Graph, prefix: str, board: Board, precision: str, plan: ArenaPlan, inputs, outputs) -> BuildInfo:
     strip = ("offset", "scale_c")
     return {"name": prefix, "board": board.name, "arch": board.get("arch", ""), "precision": precision,
             "arena_bytes": plan.size, "inputs": [{k: v for k, v in e.items() if k not in strip} for e in inputs],
             "outputs": [{k: v for k, v in e.items() if k not in strip} for e in outputs]}
 
 
-def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, name: str, out_dir: Path) -> dict:
+def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, name: str, out_dir: Path) -> BuildInfo:
     prefix = c_identifier(name)
     precision, debug_dump = options.precision, options.debug_dump
     int8 = precision == "int8"
@@ -118,5 +118,5 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
     return info
 
 
-def dump_manifest(info: dict, out_dir: Path) -> None:
-    (out_dir / "manifest.json").write_text(json.dumps(info, indent=2))
+def dump_manifest(info: BuildInfo, out_dir: Path) -> None:
+    (out_dir / "manifest.json").write_text(to_json(info))

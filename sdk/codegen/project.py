@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from ..boards import Board
+from ..build_info import BuildInfo, to_json
 from ..errors import UsageError
 from .emit import ARENA_ALIGN
 from .firmware import render_firmware_files
@@ -70,7 +71,7 @@ def shared_arena_section(image: str, infos: list[dict]) -> str:
     return f".{region}.bss.{image}_arena" if region else ""
 
 
-def image_context(image: str, infos: list[dict], shared_arena: bool) -> dict:
+def image_context(image: str, infos: list[BuildInfo], shared_arena: bool) -> BuildInfo:
     """What the multi-model harness needs: each model's harness context, and the shared arena
     (the largest model's, aligned) when the models run one at a time."""
     return {"image": image, "IMAGE": image.upper(), "shared_arena": shared_arena,
@@ -79,17 +80,17 @@ def image_context(image: str, infos: list[dict], shared_arena: bool) -> dict:
             "models": [harness_context(i) for i in infos]}
 
 
-def assemble_image(board: Board, out_dir: Path, image: str, infos: list[dict], shared_arena: bool) -> dict:
+def assemble_image(board: Board, out_dir: Path, image: str, infos: list[BuildInfo], shared_arena: bool) -> BuildInfo:
     """One firmware image of several models (each already in out_dir/src with its own prefix):
     the multi-model harness, the linker script, build.json and the image's manifest."""
     context = image_context(image, infos, shared_arena)
     added = render_firmware_files(board, out_dir, context, "firmware.multi_harness_template")
     sources = [s for info in infos for s in info["sources"]] + [s for s in added if s.endswith(".c")]
-    info = {"name": image, "board": board.name, "image": True, "precision": infos[0]["precision"],
+    info: BuildInfo = {"name": image, "board": board.name, "image": True, "precision": infos[0]["precision"],
             "profile": infos[0].get("profile"), "shared_arena": shared_arena,
             "arena_bytes": context["arena_bytes"] if shared_arena else sum(aligned(i["arena_bytes"]) for i in infos),
             "weight_bytes": sum(i["weight_bytes"] for i in infos), "sources": sources,
             "models": infos}
     write_build_spec(info, board, out_dir)
-    (out_dir / "manifest.json").write_text(json.dumps(info, indent=2))
+    (out_dir / "manifest.json").write_text(to_json(info))
     return info

@@ -14,6 +14,7 @@ from typing import Any
 
 import jinja2
 
+from ..build_info import BuildInfo, check_keys
 from ..paths import TEMPLATES
 
 CHART_WIDTH, CHART_HEIGHT = 760, 240
@@ -165,8 +166,9 @@ def render_html(report: dict) -> str:
                                                             profile_chart=profile_chart)
 
 
-def write_report(info: dict, out_dir: Path, profile: list[dict] | None = None, name: str = "report") -> dict:
+def write_report(info: BuildInfo, out_dir: Path, profile: list[dict] | None = None, name: str = "report") -> dict:
     """out_dir/<name>.json and <name>.html (an image of several models writes one per model)."""
+    check_keys(info)
     report = build_report(info, profile)
     (out_dir / f"{name}.json").write_text(json.dumps(report, indent=2, default=str))
     (out_dir / f"{name}.html").write_text(render_html(report))
