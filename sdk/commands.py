@@ -20,17 +20,13 @@ from .frontend import load_model
 from .paths import PACKAGE_DIR
 from .profiles import all_profiles
 from .reports import write_report
-from .request import OPTIONS, CompileRequest, new_request
+from .request import OPTIONS, CompileRequest, default_out_dir, new_request
 from .scons_build import artifacts, run_scons
 
 EXAMPLES = PACKAGE_DIR / "examples"
 EXAMPLE_MODEL = EXAMPLES / "digits_cnn.onnx"
 EXAMPLE_DATA = EXAMPLES / "digits_data.npz"
 EXAMPLE_CALIB = EXAMPLES / "digits_calib.npy"
-
-
-def default_out_dir(model: Path, board: Board, profile: str) -> Path:
-    return Path.cwd() / "cuvil-build" / f"{model.stem}-{board.name}-{profile}"
 
 
 def do_compile(req: CompileRequest, out_dir: Path) -> BuildInfo:
@@ -128,7 +124,7 @@ def image_out_dir(plan) -> Path:
     args = plan.runs[0]
     if args.out_dir:
         return Path(args.out_dir)
-    return Path.cwd() / "cuvil-build" / f"{args.image}-{args.board}-{args.profile}"
+    return default_out_dir(args.image, args.board, args.profile)
 
 
 def do_build_image(plan, out_dir: Path | None = None) -> BuildInfo:
@@ -407,4 +403,4 @@ def example_accuracy(board: Board, info: dict) -> dict:
 
 
 __all__ = ["do_compile", "do_build", "do_run", "list_boards", "list_profiles", "make_request", "example_accuracy",
-           "default_out_dir", "os"]
+           "os"]

@@ -26,11 +26,6 @@ OPTIONS = ("precision", "calib", "calib_method", "name", "accuracy_target", "int
            "threads", "plugins", "out_dir", "jobs", "input_layout", "weight_layout", "weights", "weights_region",
            "arena_region")
 
-# Options with a fixed set of values: the command line's choices (argparse enforces them there).
-CHOICES: dict[str, tuple[str, ...]] = {
-    "precision": ("int8", "fp16", "fp32"), "calib_method": ("minmax", "percentile", "mse"),
-    "input_layout": ("nchw", "nhwc"), "weight_layout": ("int8", "int16"), "weights": ("linked", "region", "file")}
-
 
 @dataclass
 class CompileRequest:
@@ -58,7 +53,12 @@ class CompileRequest:
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)  # parallel compile jobs of the build
 
     def output_folder(self) -> Path:
-        return self.out_dir or Path.cwd() / "cuvil-build" / f"{self.model.stem}-{self.board.name}-{self.profile.name}"
+        return self.out_dir or default_out_dir(self.model.stem, self.board.name, self.profile.name)
+
+
+def default_out_dir(stem: str, board: str, profile: str) -> Path:
+    """-o's default: cuvil-build/<model or image>-<board>-<profile> in the working folder."""
+    return Path.cwd() / "cuvil-build" / f"{stem}-{board}-{profile}"
 
 
 def input_shape_specs(value: Any) -> list[str]:
@@ -87,25 +87,17 @@ def default(value: Any, otherwise: Any) -> Any:
     return otherwise if value is None else value
 
 
-def check_choices(options: dict[str, Any]) -> None:
-    for option, allowed in CHOICES.items():
-        value = options.get(option)
-        if value is not None and value not in allowed:
-            raise UsageError(f"argument --{option.replace('_', '-')}: invalid choice: {value!r} "
-                             f"(choose from {', '.join(allowed)})")
-
-
 def new_request(model: str | Path, *, board: str, profile: str | None = None, progress: bool = False,
                 debug_dump: bool = False, weights_file: str | None = None, **options: Any) -> CompileRequest:
     """The request for `model` on `board` (profile: the board's first by default), options by
-    keyword with the CLI's names; an unknown option or a value outside its choices is a
-    UsageError with the CLI's wording. Plugins load here, before anything reads the model."""
+    keyword with the CLI's names; an unknown option is a UsageError. The values are checked where
+    the pipeline uses them (precision, placement, calibration method, layouts), with the same
+    messages for every front-end. Plugins load here, before anything reads the model."""
     from .frontend import parse_input_shapes
     from .plugins import load_plugins
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise UsageError(f"build() got an unknown option '{unknown[0]}' (options: {', '.join(OPTIONS)})")
-    check_choices(options)
     plugins = options.get("plugins")
     plugins = [plugins] if isinstance(plugins, str) else list(plugins or [])
     load_plugins(plugins)

@@ -61,7 +61,8 @@ def test_a_torch_module_without_torch_names_the_missing_package(tmp_path, monkey
 
 
 def test_compile_options_are_checked_like_the_cli(tmp_path):
-    with pytest.raises(UsageError, match=r"argument --precision: invalid choice: 'int4'"):
+    with pytest.raises(UsageError, match=r"precision 'int4' is not allowed by profile 'standard' "
+                                         r"\(allowed: int8, fp32, fp16\)"):
         cuvil_sdk.compile(EXAMPLES / "digits_cnn.onnx", np.zeros((1, 1, 8, 8), np.float32), board="host",
                           precision="int4", out_dir=tmp_path / "o")
     with pytest.raises(UsageError, match="unknown option 'calibration'"):
