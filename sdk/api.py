@@ -51,7 +51,8 @@ class BuildResult:
         """Run samples on the board's runner (natively for host, under QEMU otherwise), like
         `cuvil-sdk run`: `x` is an array (single-input model) or {input name: array}, with an
         optional leading sample axis; returns {output name: array}, the samples stacked."""
-        from .commands import input_graph, run_samples
+        from .commands import run_samples
+        from .compiler import input_graph
         from .data import as_samples
         from .preflight import check_runnable
         check_runnable(self.board, "run")

@@ -46,9 +46,11 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
     p.add_argument("--int16-layers", metavar="NAME,...", help="layers (Conv/Gemm/MatMul node names) to build "
                    "as 16x8: int16 activations, int8 weights")
     p.add_argument("--input-shape", action="append", metavar="NAME=1x3x32x32", help="fix a dynamic input shape")
-    p.add_argument("--input-layout", choices=["nchw", "nhwc"], default="nchw",
+    # no argparse default: an option left unset must not override cuvil.toml's input-layout
+    p.add_argument("--input-layout", choices=["nchw", "nhwc"],
                    help="nhwc: 4-D inputs take channels-last data (e.g. a camera frame), so no input transpose "
-                        "runs on the device; the input's shape in the manifest and the C API becomes N,H,W,C")
+                        "runs on the device; the input's shape in the manifest and the C API becomes N,H,W,C "
+                        "(default: nchw)")
     p.add_argument("--weight-layout", choices=["int8", "int16"],
                    help="cortex-m7: GEMM/FC weights in flash as int8 bytes widened in registers (default, the "
                         "board's weight_layout) or pre-widened int16 (faster, twice the weight bytes)")
@@ -329,7 +331,7 @@ def command_of(args: argparse.Namespace, command: str | None = None) -> Command:
                    int16_layers=getattr(args, "int16_layers", None), run=bool(getattr(args, "run", False)),
                    remote=bool(getattr(args, "port", None) or getattr(args, "place", None)),
                    per_layer=bool(getattr(args, "per_layer", False)), output=getattr(args, "output", None),
-                   misplaced_output=getattr(args, "misplaced_output", None))
+                   misplaced_output=getattr(args, "misplaced_output", None), out_dir=getattr(args, "out_dir", None))
 
 
 def check_plan(plan) -> None:
@@ -382,7 +384,9 @@ def quiet_broken_pipe() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .entry import Terminated, install_handlers, interrupted_exit
     as_json = wants_json(argv)
+    install_handlers()
     try:
         args = build_parser().parse_args(argv)
         dispatch(args)
@@ -392,8 +396,8 @@ def main(argv: list[str] | None = None) -> int:
         return quiet_broken_pipe()
     except CuvilError as exc:
         return fail("error: ", str(exc), exc.exit_code, as_json)
-    except KeyboardInterrupt:
-        return fail("", "interrupted", 130, as_json)
+    except (KeyboardInterrupt, Terminated) as exc:
+        return interrupted_exit(exc, as_json)
     except Exception as exc:  # a bug of ours: one line, unless debugging
         if os.environ.get("CUVIL_DEBUG"):
             raise

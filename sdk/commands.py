@@ -13,10 +13,9 @@ import numpy as np
 
 from .boards import Board, all_boards
 from .build_info import BuildInfo
-from .compiler import KEPT_ON_FAILURE, StagedOutput, compile_into, compile_model
+from .compiler import KEPT_ON_FAILURE, StagedOutput, compile_into, compile_model, input_graph
 from .data import load_samples, require_file, write_outputs
 from .errors import BudgetError, ToolError, UsageError
-from .frontend import load_model
 from .paths import PACKAGE_DIR
 from .profiles import all_profiles
 from .reports import write_report
@@ -261,10 +260,6 @@ def summary_of_build(info: BuildInfo) -> dict:
             "artifacts", "out_dir", "size", "fits", "float_layers", "int16_layers", "cuda", "plugin_kernels", "fallbacks",
             "weights", "regions")
     return {k: info[k] for k in keys if k in info}
-
-
-def input_graph(req: CompileRequest):
-    return load_model(req.model, req.profile, req.board, req.input_shapes)
 
 
 def do_run(req: CompileRequest, input_path: Path, output_path: Path, out_dir: Path | None, jobs: int,

@@ -66,13 +66,20 @@ def check_threads(req: CompileRequest) -> int:
     return threads
 
 
-def frontend_and_passes(req: CompileRequest) -> Graph:
+def input_graph(req: CompileRequest) -> Graph:
+    """The model as its inputs take data: the ONNX graph, with 4-D inputs channels-last under
+    --input-layout nhwc (so data files are checked against the shapes the build takes)."""
     load_plugins(req.plugins)  # a no-op for those already loaded
     g = load_model(req.model, req.profile, req.board, req.input_shapes)
     if req.input_layout not in ("nchw", "nhwc"):
         raise UsageError(f"input layout {req.input_layout!r}: expected nchw or nhwc")
     if req.input_layout == "nhwc":
         inputs_channels_last(g)
+    return g
+
+
+def frontend_and_passes(req: CompileRequest) -> Graph:
+    g = input_graph(req)
     optimize(g)
     return g
 

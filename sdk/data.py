@@ -2,11 +2,13 @@
 
 A leading sample axis is allowed: for an input of shape S, an array of shape (N, *S) is N
 samples, and when the batch dimension is 1, so is (N, *S[1:]). Every file problem is a
-ModelError (exit 3) naming the file: missing, not a NumPy file, wrong keys or shapes, or
-values that are not finite (NaN or Inf), with the first bad sample's index.
+ModelError (exit 3) naming the file: missing, not a NumPy file, wrong keys, dtypes or shapes,
+or values that are not finite (NaN or Inf), with the first bad sample's index. Data is never
+cast silently: float64 is narrowed to a float32 input with a note, integers are refused.
 """
 from __future__ import annotations
 
+import sys
 import zipfile
 from pathlib import Path
 
@@ -78,7 +80,7 @@ def check_finite(path: Path, key: str, a: np.ndarray) -> None:
 def select_inputs(path: Path, arrays: dict[str, np.ndarray], input_names: list[str],
                   one_array_hint: str = "use a .npz keyed by input name") -> dict[str, np.ndarray]:
     """The model's inputs among a file's arrays: a .npy for one input, else by input name, or
-    'x' (the documented key of a single-input .npz), or the only array."""
+    'x' (the documented key of a single-input .npz)."""
     if "" in arrays:
         if len(input_names) != 1:
             raise ModelError(f"'{path.name}': the model has {len(input_names)} inputs; {one_array_hint}")
@@ -87,9 +89,9 @@ def select_inputs(path: Path, arrays: dict[str, np.ndarray], input_names: list[s
         return {n: arrays[n] for n in input_names}
     if len(input_names) == 1 and "x" in arrays:
         return {input_names[0]: arrays["x"]}
-    if len(input_names) == 1 and len(arrays) == 1:
-        return {input_names[0]: next(iter(arrays.values()))}
-    raise ModelError(f"'{path.name}' has arrays {sorted(arrays)}, expected the model's inputs {input_names}")
+    # no guessing from a lone array under another key: it may be another model's data
+    expected = ", ".join(f"'{n}'" for n in input_names) + (" (or 'x')" if len(input_names) == 1 else "")
+    raise ModelError(f"'{path.name}' has arrays {sorted(arrays)}, expected the model's input keys {expected}")
 
 
 def read_arrays(path: Path, input_names: list[str], what: str = "data") -> dict[str, np.ndarray]:
@@ -125,19 +127,54 @@ def accepted_shapes(shape: tuple[int, ...]) -> str:
     return f"{shape_text(shape)} or {shape_text(('N',) + shape)}"
 
 
+def layout_hint(g: Graph, name: str, got: tuple[int, ...]) -> str:
+    """When the data has the input's other 4-D layout, say which option takes it."""
+    t = g.tensors[name]
+    if len(t.shape) != 4:
+        return ""
+    channels_last = bool(t.origin and t.origin[0] == name)
+    other = tuple(t.shape[p] for p in ([0, 3, 1, 2] if channels_last else [0, 2, 3, 1]))
+    if with_sample_axis(np.empty(got, np.uint8), other) is None:
+        return ""
+    return ("; that is NCHW data, but this build takes NHWC (--input-layout nhwc)" if channels_last
+            else "; channels-last data? build with --input-layout nhwc")
+
+
+class DataTypeError(ModelError, TypeError):
+    """Data of a type the input does not take: exit 3 on the command line, a TypeError in Python."""
+
+
+SCALING_HINT = "; image data usually needs scaling to the model's float range first (e.g. x.astype(np.float32) / 255)"
+
+
+def input_dtype_rule(a: np.ndarray, name: str, expected: np.dtype, what: str) -> tuple[np.ndarray, str | None]:
+    """The array as the input's dtype, and a note when a float was narrowed (float64 data for a
+    float32 input). Anything else is refused: a silent cast of integer data (an unscaled uint8
+    image, class indices) would run the model on values it was never trained on."""
+    expected = np.dtype(expected)
+    if a.dtype == expected:
+        return a, None
+    if a.dtype.kind == "f" and expected.kind == "f":
+        note = (f"{what}: '{name}' is {a.dtype.name}, converted to {expected.name}"
+                if a.dtype.itemsize > expected.itemsize else None)
+        return a.astype(expected), note
+    hint = SCALING_HINT if expected.kind == "f" and a.dtype.kind in "iu" else ""
+    raise DataTypeError(f"{what}: array for '{name}' has dtype {a.dtype.name}, expected {expected.name}{hint}")
+
+
 def as_samples(g: Graph, arrays: dict[str, np.ndarray], what: str) -> list[dict[str, np.ndarray]]:
     """Split arrays into per-sample feeds shaped exactly as the model's inputs."""
     counts = set()
     shaped = {}
     for name, a in arrays.items():
         shape = tuple(g.tensors[name].shape)
-        a = np.asarray(a)
-        if a.dtype.kind not in "fiu":
-            raise ModelError(f"{what}: array for '{name}' has dtype {a.dtype}, expected numbers")
-        stacked = with_sample_axis(a.astype(np.float32), shape)
+        a, note = input_dtype_rule(np.asarray(a), name, np.dtype(g.tensors[name].dtype), what)
+        if note:
+            print(f"cuvil-sdk: note: {note}", file=sys.stderr)
+        stacked = with_sample_axis(a, shape)
         if stacked is None:
             raise ModelError(f"{what}: array for '{name}' has shape {shape_text(a.shape)}, expected "
-                             f"{accepted_shapes(shape)}")
+                             f"{accepted_shapes(shape)}{layout_hint(g, name, a.shape)}")
         counts.add(stacked.shape[0])
         shaped[name] = stacked
     if len(counts) != 1 or 0 in counts:

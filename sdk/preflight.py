@@ -2,6 +2,7 @@
 so that a user does not wait for a build to learn that the board cannot do what was asked."""
 from __future__ import annotations
 
+import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ class Command:
     remote: bool = False  # --port or --place
     per_layer: bool = False  # validate --per-layer
     output: str | None = None  # run --output
+    out_dir: str | None = None  # -o/--out-dir
     misplaced_output: str | None = None  # compile/build given --output (run's option) instead of -o
 
 
@@ -64,6 +66,30 @@ def check_output_file(path: str) -> None:
     if Path(path).is_dir():
         raise UsageError(f"--output '{path}' is a folder; --output names the outputs file (.npz), "
                          f"-o the output folder")
+    check_creatable(path, "--output")
+
+
+def check_creatable(path: str | Path, option: str) -> None:
+    """A path the command will create (a file or a folder, with its missing parents): refused
+    before any work when a parent is a file or the nearest existing folder is not writable,
+    rather than failing after the build."""
+    path = Path(path)
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"{option} '{path}': '{parent}' is a file, not a folder")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise UsageError(f"{option} '{path}': cannot write in '{parent}' (permission denied)")
+            return
+
+
+def check_out_dir(path: str | None) -> None:
+    """-o DIR (or the API's out_dir): a folder, so neither an existing file nor under one."""
+    if path is None:
+        return
+    if Path(path).exists() and not Path(path).is_dir():
+        raise UsageError(f"-o '{path}' is a file; -o names the output folder")
+    check_creatable(path, "-o")
 
 
 def check_misplaced_output(cmd: Command) -> None:
@@ -87,6 +113,7 @@ def check_request(req: CompileRequest) -> None:
     """The one check of a build request before its model is read (the Python API's and, through
     check_command, the command line's)."""
     check_precision_options(req.precision, req.accuracy_target, req.int16_layers)
+    check_out_dir(None if req.out_dir is None else str(req.out_dir))
 
 
 def check_command(cmd: Command) -> None:
@@ -96,6 +123,7 @@ def check_command(cmd: Command) -> None:
         return
     board = get_board(cmd.board)
     check_precision_options(cmd.precision, cmd.accuracy_target, cmd.int16_layers)
+    check_out_dir(cmd.out_dir)
     if cmd.command == "build" and cmd.run:
         if cmd.model:
             raise UsageError("--run runs the bundled example; use `cuvil-sdk run` for your own model")

@@ -306,8 +306,10 @@ def plan_command(args: argparse.Namespace, board_kind: Callable[[str], str]) -> 
     image = len(runs) > 1 and len(groups) == 1 and None not in next(iter(groups)) \
         and board_kind(runs[0].board) == "firmware"
     if "model" in cli and not (image and args.command != "build" and chosen[0] in tables):
-        # --model: that model alone, with its table's settings (or only the top-level defaults)
-        return finish(args, Plan([merged(args, project, chosen[0], cli)], project))
+        # --model: that model alone, with its table's settings (or only the top-level defaults);
+        # a table it names gives the model's path (--model may be only its name or stem)
+        named = {k: v for k, v in cli.items() if k != "model"} if chosen[0] in tables else cli
+        return finish(args, Plan([merged(args, project, chosen[0], named)], project))
     if len(runs) > 1 and args.command != "build":
         if not image or "model" not in cli:
             names = ", ".join(Path(r.model).name for r in runs if r.model)

@@ -25,14 +25,16 @@ from __future__ import annotations
 import ctypes
 import json
 import platform
+import sys
 import threading
+import warnings
 from ctypes import byref, c_char, c_void_p
 from pathlib import Path
 
 import numpy as np
 
 from . import weights_file
-from .data import accepted_shapes, shape_text
+from .data import accepted_shapes, input_dtype_rule, shape_text
 from .errors import ModelError, TargetError, UsageError
 
 ELF_MACHINES = {0x3E: "x86_64", 0xB7: "aarch64", 0x28: "arm"}
@@ -185,7 +187,9 @@ class Model:
         by_name = self._by_name(inputs)
         arrays, forms = [], set()
         for name, shape in zip(self.input_names, self.input_shapes):
-            a = np.asarray(by_name[name], dtype=dtype)
+            a, note = input_dtype_rule(np.asarray(by_name[name]), name, dtype, "input")
+            if note:  # float64 data for a float32 input: converted, said once per call site
+                warnings.warn(note, stacklevel=user_stacklevel())
             if a.shape == shape:
                 arrays.append(a[None])
                 forms.add("one")
@@ -380,6 +384,14 @@ def pointer(a: np.ndarray):
 def output_shape(shape: tuple[int, ...], n: int, form: str) -> tuple[int, ...]:
     """An output's array shape for n samples given as `form` (see Model._batches)."""
     return {"one": shape, "stacked": (n, *shape), "flat": (n * shape[0], *shape[1:]) if shape else (n,)}[form]
+
+
+def user_stacklevel() -> int:
+    """warnings.warn's stacklevel that names the first caller outside this module (the user's line)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def load(path: str | Path, name: str | None = None, weights: str | Path | None = None) -> Model:

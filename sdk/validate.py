@@ -47,7 +47,17 @@ def float_reference(req: CompileRequest, g, samples: list[dict], per_layer: bool
         return [run_float(g, feeds) for feeds in samples]
     session = onnxruntime_session(req.model)
     out_names = [o.name for o in session.get_outputs()]
-    return [dict(zip(out_names, session.run(None, feeds))) for feeds in samples]
+    return [dict(zip(out_names, session.run(None, onnx_feeds(g, feeds)))) for feeds in samples]
+
+
+def onnx_feeds(g, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A sample as the ONNX model takes it: inputs that the build takes channels-last
+    (--input-layout nhwc: the tensor's origin holds the permutation) transposed back."""
+    out = {}
+    for name, value in feeds.items():
+        origin = g.tensors[name].origin
+        out[name] = value.transpose(np.argsort(origin[1])) if origin and origin[0] == name else value
+    return out
 
 
 def metrics(ours: np.ndarray, ref: np.ndarray) -> dict[str, float]:
@@ -87,7 +97,8 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=
     """`build`: a function (folder -> the model's build info) that builds the artifact the model
     runs in (a multi-model firmware image: commands.image_builder); default: the model alone.
     `target`: a board over a serial port or in a labgrid farm (commands.remote_target())."""
-    from .commands import do_build, input_graph, remote_summary, run_samples
+    from .commands import do_build, remote_summary, run_samples
+    from .compiler import input_graph
     require_file(data, "--data")
     if data.suffix != ".npz":
         raise ModelError(f"validation data '{data.name}' must be a .npz with 'x' (or input names) and optional 'y'")
@@ -125,13 +136,15 @@ def per_layer_table(req: CompileRequest, samples: list[dict], jobs: int, tmp: Pa
     back in the ONNX layout and compared with ONNX Runtime's value of the same tensor."""
     from dataclasses import replace
     from .commands import do_build, run_samples
+    from .compiler import input_graph
     subset = samples[:PER_LAYER_SAMPLES]
     info = do_build(replace(req, debug_dump=True), tmp / "debug", jobs)
     result = run_samples(req.board, info, subset, False, layers=True)
     rows = [l for l in info["layers"] if l["kernel"] != "(alias)"]
     session = onnxruntime_session(req.model, [l["onnx_tensor"] for l in rows])
     names = [o.name for o in session.get_outputs()]
-    ort_values = [dict(zip(names, session.run(None, feeds))) for feeds in subset]
+    g = input_graph(req)
+    ort_values = [dict(zip(names, session.run(None, onnx_feeds(g, feeds)))) for feeds in subset]
     table = []
     for layer in rows:
         dumps = [r.get(layer["index"]) for r in result["layers"]]

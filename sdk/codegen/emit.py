@@ -40,8 +40,9 @@ def weights_context(lowered: Lowered, blob: Blob, options: CodegenOptions, prefi
 
 def weights_info(context: dict, prefix: str, arena_region: str) -> dict:
     """The manifest's account of the placements (build --json, report.json/html)."""
-    return {"placement": context["placement"], "region": context["region"] or None, "section": context["section"],
-            "file": f"{prefix}.weights", "bytes": context["blob_bytes"], "crc32": f"{context['blob_crc32']:08x}",
+    in_elf = context["placement"] != "file"  # a file placement is loaded at run time: no section holds it
+    return {"placement": context["placement"], "region": context["region"] or None,
+            "section": context["section"] if in_elf else None, "file": f"{prefix}.weights", "bytes": context["blob_bytes"], "crc32": f"{context['blob_crc32']:08x}",
             "arena_region": arena_region or None}
 
 

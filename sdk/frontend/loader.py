@@ -295,10 +295,27 @@ def fixed_input_shape(inp: onnx.ValueInfoProto, overrides: dict[str, tuple[int, 
         if not d.HasField("dim_value") or d.dim_value <= 0:
             label = d.dim_param or "?"
             raise ModelError(f"input '{inp.name}' has a dynamic dimension '{label}'; static shapes are required: "
-                             f"fix it with --input-shape {inp.name}=" + "x".join(
-                                 str(x.dim_value) if x.HasField("dim_value") and x.dim_value > 0 else "N" for x in dims))
+                             f"fix it with {input_shape_hint(inp.name, dims)}")
         shape.append(d.dim_value)
     return tuple(shape)
+
+
+def input_shape_hint(name: str, dims) -> str:
+    """An --input-shape that works as typed where it can: a dynamic batch (the first dimension)
+    becomes 1, since data files give N samples on their own leading axis; any other dynamic
+    dimension is a <placeholder> for the user's size, with the rest of the hint still exact."""
+    def fixed(i: int, d) -> str:
+        if d.HasField("dim_value") and d.dim_value > 0:
+            return str(d.dim_value)
+        return "1" if i == 0 else f"<{d.dim_param or f'dim{i}'}>"
+    sizes = [fixed(i, d) for i, d in enumerate(dims)]
+    hint = f"--input-shape {name}=" + "x".join(sizes)
+    placeholders = [s for s in sizes if s.startswith("<")]
+    if placeholders:
+        hint += f" ({', '.join(placeholders)}: the size of your data)"
+    elif not (dims[0].HasField("dim_value") and dims[0].dim_value > 0):
+        hint += " (batch 1: a data file's leading axis gives N samples)"
+    return hint
 
 
 def infer_shapes(g: Graph, board: Board) -> None:
