@@ -147,3 +147,30 @@ def test_plugin_with_its_own_int8_rule_is_bit_exact_on_host(tmp_path):
         ref_g = reference_graph(req)
         expected = np.concatenate([run_quantized_model(ref_g, {"x": x[i:i + 1]})[1]["y"] for i in range(len(x))])
     assert np.array_equal(np.load(tmp_path / "y.npz")["y"], expected)
+
+
+def test_validate_names_the_reference_it_compared_with_plugin_numpy_or_onnxruntime(work):
+    """A plugin op's model is compared with the SDK's numpy reference running the plugin's
+    function (ONNX Runtime has no such op): the label and the JSON say so; a model of
+    built-in ops is compared with ONNX Runtime, and says that."""
+    x = RNG.standard_normal((4, 1, 8, 8)).astype(np.float32)
+    np.savez(work / "val.npz", x=x)
+    r = cli("validate", "--plugin", EXAMPLE, "--board", "host", "--profile", "standard", "--precision", "fp32",
+            "--model", work / "conv_sq.onnx", "--data", work / "val.npz", "--json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["reference"] == {"kind": "numpy", "plugin_ops": [
+        {"op": "com.example::SquaredRelu", "plugin": str(EXAMPLE)}]}
+    assert report["outputs"]["y"]["cosine"] > 0.9999
+    assert (f"validated 4 samples on host (fp32) against the SDK's numpy float reference, where "
+            f"com.example::SquaredRelu runs the numpy function of plugin '{EXAMPLE}'") in r.stderr
+    assert "ONNX Runtime" not in r.stderr
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 8, 8])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), work / "relu.onnx")
+    r = cli("validate", "--board", "host", "--profile", "standard", "--precision", "fp32",
+            "--model", work / "relu.onnx", "--data", work / "val.npz", "--json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["reference"] == {"kind": "onnxruntime", "plugin_ops": []}
+    assert "validated 4 samples on host (fp32) against ONNX Runtime (float model)" in r.stderr
