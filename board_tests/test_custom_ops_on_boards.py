@@ -2,6 +2,7 @@
 and run through the real CLI on host (int8 and fp32) and on cortex-m7 under QEMU (int8),
 compared with the numpy references: int8 bit for bit, fp32 within 1e-5."""
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -174,3 +175,55 @@ def test_validate_names_the_reference_it_compared_with_plugin_numpy_or_onnxrunti
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["reference"] == {"kind": "onnxruntime", "plugin_ops": []}
     assert "validated 4 samples on host (fp32) against ONNX Runtime (float model)" in r.stderr
+
+
+SQUARE_PLUS = '''
+import numpy as np
+from cuvil_sdk.plugins import Attr, I, In, Kernel, Out, register_op
+
+@register_op("com.acme", "SquarePlus", inputs=["float32"], outputs=["float32"], elementwise=True,
+             attrs={"beta": Attr("float", default=1.0)},
+             kernels=[Kernel("portable", "fp32", "square_plus_f32", "kernels/SOURCE", In("in", "float"),
+                             Out("out", "float"), *I("count"))])
+def square_plus(x, beta):
+    return x * x + np.float32(beta)
+'''
+# line 4 lacks its ';' (gcc: "expected ';' before '}' token", at line 4)
+BROKEN_KERNEL = """static void square_plus_f32(const float *in, float *out, int count)
+{
+    for (int i = 0; i < count; i++)
+        out[i] = in[i] * in[i] + 1.0f
+}
+"""
+# the same kernel as a template: its line 8 is line 4 of the rendered copy
+BROKEN_TEMPLATE = """{# SquarePlus specialised on beta #}
+{% if attrs.beta == "0.0f" %}
+#define SQUARE_PLUS_NO_BETA 1
+{% endif %}
+static void {{ kernel }}(const float *in, float *out, int count)
+{
+    for (int i = 0; i < count; i++)
+        out[i] = in[i] * in[i] + {{ attrs.beta }}
+}
+"""
+
+
+@pytest.mark.parametrize("source,text,line", [("square_plus_f32.h", BROKEN_KERNEL, 4),
+                                              ("square_plus_f32.h.j2", BROKEN_TEMPLATE, 8)])
+def test_c_error_in_a_plugin_kernel_is_reported_at_the_plugin_file_and_line(tmp_path, source, text, line):
+    (tmp_path / "ops" / "kernels").mkdir(parents=True)
+    (tmp_path / "ops" / "sp.py").write_text(SQUARE_PLUS.replace("SOURCE", source))
+    (tmp_path / "ops" / "kernels" / source).write_text(text)
+    node = helper.make_node("SquarePlus", ["x"], ["y"], domain="com.acme", name="sp", beta=0.5)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.acme", 1)]),
+              tmp_path / "sp.onnx")
+    r = cli("build", "--plugin", "ops/sp.py", "--board", "host", "--profile", "standard", "--precision", "fp32",
+            "--model", "sp.onnx", "-o", "out", cwd=tmp_path)
+    assert r.returncode == 5, r.stderr
+    errors = [l for l in r.stderr.splitlines() if "error" in l]
+    assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert re.fullmatch(rf"cuvil-sdk: error: the host build failed: ops/kernels/{re.escape(source)}:{line}:(\d+:)? "
+                        r"error: expected ';' before '}' token", errors[0]), errors[0]
+    assert "src/kernels" not in r.stderr

@@ -326,3 +326,24 @@ def test_onnx_op_the_sdk_lacks_compiles_with_a_plugin_as_the_message_says(tmp_pa
     r = cli(*compile_args(onnx_domain_model(tmp_path / "hm.onnx"), tmp_path / "out", p), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "out" / "src" / "kernels" / "hardmax_f32.h").read_text() == kernel
+
+
+def test_lines_of_a_rendered_template_map_back_to_the_template_lines():
+    """A compiler error in a rendered `.h.j2` copy is reported at the template's line: block
+    lines dropped, values substituted and loop bodies repeated."""
+    import jinja2
+    from cuvil_sdk.codegen.plugin_lines import template_line
+    template = ("{# scale, unrolled #}\n"                                       # 1
+                "static void {{ kernel }}(const float *in, float *out)\n"       # 2
+                "{\n"                                                           # 3
+                "{% for i in range(3) %}\n"                                     # 4
+                "    out[{{ i }}] = {{ alpha }} * in[{{ i }}];\n"              # 5
+                "{% endfor %}\n"                                                # 6
+                "    out[3] = in[3]\n"                                          # 7
+                "}\n")                                                          # 8
+    rendered = jinja2.Environment(trim_blocks=True, lstrip_blocks=True).from_string(template).render(
+        kernel="scale_1a2b", alpha="0.5f")
+    assert rendered.splitlines()[5] == "    out[3] = in[3]"
+    lines = template.splitlines()
+    assert [template_line(lines, rendered.splitlines(), n) for n in range(1, 8)] == [
+        (2, False), (3, True), (5, False), (5, False), (5, False), (7, True), (8, True)]
