@@ -2,6 +2,7 @@
 and run through the real CLI on host (int8 and fp32) and on cortex-m7 under QEMU (int8),
 compared with the numpy references: int8 bit for bit, fp32 within 1e-5."""
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -147,3 +148,82 @@ def test_plugin_with_its_own_int8_rule_is_bit_exact_on_host(tmp_path):
         ref_g = reference_graph(req)
         expected = np.concatenate([run_quantized_model(ref_g, {"x": x[i:i + 1]})[1]["y"] for i in range(len(x))])
     assert np.array_equal(np.load(tmp_path / "y.npz")["y"], expected)
+
+
+def test_validate_names_the_reference_it_compared_with_plugin_numpy_or_onnxruntime(work):
+    """A plugin op's model is compared with the SDK's numpy reference running the plugin's
+    function (ONNX Runtime has no such op): the label and the JSON say so; a model of
+    built-in ops is compared with ONNX Runtime, and says that."""
+    x = RNG.standard_normal((4, 1, 8, 8)).astype(np.float32)
+    np.savez(work / "val.npz", x=x)
+    r = cli("validate", "--plugin", EXAMPLE, "--board", "host", "--profile", "standard", "--precision", "fp32",
+            "--model", work / "conv_sq.onnx", "--data", work / "val.npz", "--json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["reference"] == {"kind": "numpy", "plugin_ops": [
+        {"op": "com.example::SquaredRelu", "plugin": str(EXAMPLE)}]}
+    assert report["outputs"]["y"]["cosine"] > 0.9999
+    assert (f"validated 4 samples on host (fp32) against the SDK's numpy float reference, where "
+            f"com.example::SquaredRelu runs the numpy function of plugin '{EXAMPLE}'") in r.stderr
+    assert "ONNX Runtime" not in r.stderr
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 8, 8])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), work / "relu.onnx")
+    r = cli("validate", "--board", "host", "--profile", "standard", "--precision", "fp32",
+            "--model", work / "relu.onnx", "--data", work / "val.npz", "--json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["reference"] == {"kind": "onnxruntime", "plugin_ops": []}
+    assert "validated 4 samples on host (fp32) against ONNX Runtime (float model)" in r.stderr
+
+
+SQUARE_PLUS = '''
+import numpy as np
+from cuvil_sdk.plugins import Attr, I, In, Kernel, Out, register_op
+
+@register_op("com.acme", "SquarePlus", inputs=["float32"], outputs=["float32"], elementwise=True,
+             attrs={"beta": Attr("float", default=1.0)},
+             kernels=[Kernel("portable", "fp32", "square_plus_f32", "kernels/SOURCE", In("in", "float"),
+                             Out("out", "float"), *I("count"))])
+def square_plus(x, beta):
+    return x * x + np.float32(beta)
+'''
+# line 4 lacks its ';' (gcc: "expected ';' before '}' token", at line 4)
+BROKEN_KERNEL = """static void square_plus_f32(const float *in, float *out, int count)
+{
+    for (int i = 0; i < count; i++)
+        out[i] = in[i] * in[i] + 1.0f
+}
+"""
+# the same kernel as a template: its line 8 is line 4 of the rendered copy
+BROKEN_TEMPLATE = """{# SquarePlus specialised on beta #}
+{% if attrs.beta == "0.0f" %}
+#define SQUARE_PLUS_NO_BETA 1
+{% endif %}
+static void {{ kernel }}(const float *in, float *out, int count)
+{
+    for (int i = 0; i < count; i++)
+        out[i] = in[i] * in[i] + {{ attrs.beta }}
+}
+"""
+
+
+@pytest.mark.parametrize("source,text,line", [("square_plus_f32.h", BROKEN_KERNEL, 4),
+                                              ("square_plus_f32.h.j2", BROKEN_TEMPLATE, 8)])
+def test_c_error_in_a_plugin_kernel_is_reported_at_the_plugin_file_and_line(tmp_path, source, text, line):
+    (tmp_path / "ops" / "kernels").mkdir(parents=True)
+    (tmp_path / "ops" / "sp.py").write_text(SQUARE_PLUS.replace("SOURCE", source))
+    (tmp_path / "ops" / "kernels" / source).write_text(text)
+    node = helper.make_node("SquarePlus", ["x"], ["y"], domain="com.acme", name="sp", beta=0.5)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.acme", 1)]),
+              tmp_path / "sp.onnx")
+    r = cli("build", "--plugin", "ops/sp.py", "--board", "host", "--profile", "standard", "--precision", "fp32",
+            "--model", "sp.onnx", "-o", "out", cwd=tmp_path)
+    assert r.returncode == 5, r.stderr
+    errors = [l for l in r.stderr.splitlines() if "error" in l]
+    assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert re.fullmatch(rf"cuvil-sdk: error: the host build failed: ops/kernels/{re.escape(source)}:{line}:(\d+:)? "
+                        r"error: expected ';' before '}' token", errors[0]), errors[0]
+    assert "src/kernels" not in r.stderr

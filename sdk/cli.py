@@ -143,7 +143,8 @@ def build_parser() -> Parser:
     add_jobs_option(p)
     add_remote_options(p)
 
-    p = sub.add_parser("validate", help="accuracy of the built artifact on the target against ONNX Runtime")
+    p = sub.add_parser("validate", help="accuracy of the built artifact on the target against ONNX Runtime "
+                       "(plugin ops: the numpy reference)")
     add_model_options(p)
     p.add_argument("--data", help=".npz with inputs 'x' (or by input name) and optional labels 'y'; required")
     p.add_argument("--per-layer", action="store_true", help="also compare every layer's output (debug build)")

@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from .codegen.kernel_files import PLUGIN_SOURCES
+from .codegen.kernel_files import PLUGIN_SOURCES, PluginSource
 from .codegen.lowering import c_float
 from .codegen.prototypes import mismatches, parse_prototype
 from .codegen.sanitize import c_identifier
@@ -333,7 +333,7 @@ def install_kernels(spec: OpSpec) -> None:
     per node, when it is lowered)."""
     for k in spec.kernels:
         if not k.templated:
-            PLUGIN_SOURCES[k.kernel_set, k.name] = (spec.plugin, (lambda k=k: k.path.read_text()))
+            PLUGIN_SOURCES[k.kernel_set, k.name] = PluginSource(spec.plugin, lambda k=k: k.path.read_text(), k.path)
 
 
 def install_rules(op: PluginOp) -> None:
@@ -359,13 +359,13 @@ def replace_kernel(kernel_set: str, kernel: str, source: str) -> None:
     if decl is None or kernel_set == "cuda":
         raise err(f"set {kernel_set!r} has no built-in kernel {kernel!r} to replace")
     if (kernel_set, kernel) in PLUGIN_SOURCES:
-        raise err(f"replaced twice (first by plugin '{PLUGIN_SOURCES[kernel_set, kernel][0]}')")
+        raise err(f"replaced twice (first by plugin '{PLUGIN_SOURCES[kernel_set, kernel].plugin}')")
     k = Kernel(kernel_set, "", kernel, source, *decl.params)
     k.path = (base / source).resolve()
     if not k.path.is_file():
         raise err(f"source '{source}' not found (looked in {base})")
     check_prototype(k, {}, err)
-    PLUGIN_SOURCES[kernel_set, kernel] = (plugin, (lambda: k.path.read_text()))
+    PLUGIN_SOURCES[kernel_set, kernel] = PluginSource(plugin, lambda: k.path.read_text(), k.path)
     if _loading:
         _loading[-1].replaced.append((kernel_set, kernel))
 
@@ -484,7 +484,8 @@ class PluginOp(OpDef):
         c_name = kernel_c_name(k, attrs)
         if k.templated:
             text = check_prototype(k, attrs, lambda m: self.fail(node, m))
-            PLUGIN_SOURCES[k.kernel_set, c_name] = (self.spec.plugin, lambda text=text: text)
+            PLUGIN_SOURCES[k.kernel_set, c_name] = PluginSource(self.spec.plugin, lambda text=text: text, k.path,
+                                                                template=True)
         decl, args = k.decl(c_name), {}
         for p in k.params:
             if p.kind == "input":
@@ -623,7 +624,7 @@ def unload(plugin: Plugin) -> None:
         REGISTRY.pop(key, None)
         for entry in spec.rules if spec else ():
             PLUGIN_RULES.pop(entry, None)
-    for entry in [e for e, (provider, _) in PLUGIN_SOURCES.items() if provider == plugin.spec]:
+    for entry in [e for e, source in PLUGIN_SOURCES.items() if source.plugin == plugin.spec]:
         PLUGIN_SOURCES.pop(entry)
     for key in [k for k, p in PLUGINS.items() if p is plugin]:
         PLUGINS.pop(key)
@@ -684,8 +685,8 @@ def describe_ops() -> dict:
                          "int8": spec.int8_rule(), "kernel_sets": sets,
                          "attributes": {n: a.type for n, a in spec.attrs.items()},
                          "kernels": [f"{k.kernel_set}/{k.name} ({k.precision})" for k in spec.kernels]})
-    replaced = [{"kernel_set": s, "kernel": k, "plugin": p} for (s, k), (p, _) in sorted(PLUGIN_SOURCES.items())
-                if k in declarations(s)]
+    replaced = [{"kernel_set": s, "kernel": k, "plugin": source.plugin}
+                for (s, k), source in sorted(PLUGIN_SOURCES.items()) if k in declarations(s)]
     return {"ops": rows, "replaced_kernels": replaced}
 
 

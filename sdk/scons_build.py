@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from .boards import Board
+from .codegen.plugin_lines import user_locations
 from .errors import ToolError
 from .paths import PACKAGE_DIR
 
@@ -43,7 +44,10 @@ def run_scons(project: Path, board: Board, jobs: int = 1) -> None:
         errors = [l for l in lines if "error" in l.lower()] or lines
         (project / "build").mkdir(exist_ok=True)
         (project / "build" / "scons.log").write_text(result.stdout + result.stderr)
-        raise ToolError(f"the {board.name} build failed: {(errors[0] if errors else 'scons failed')[:300]}")
+        # an error in a plugin kernel's copy is the user's, at their file and line (the copy is
+        # removed with the failed build); chosen before rewriting, as the user's path may say "error"
+        first = user_locations(errors[0], project) if errors else "scons failed"
+        raise ToolError(f"the {board.name} build failed: {first[:300]}")
 
 
 def artifacts(project: Path, final: Path, name: str, board: Board) -> dict[str, str]:

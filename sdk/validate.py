@@ -1,7 +1,9 @@
 """`cuvil-sdk validate`: run the built artifact where the board runs, on every sample, and
 compare with ONNX Runtime running the original float model (per output: cosine, relative
-L2, MAE, RMSE, top-1 agreement, and accuracies against labels); with --per-layer, every
-layer's dequantized output against ONNX Runtime's value of the same tensor."""
+L2, MAE, RMSE, top-1 agreement, and accuracies against labels), or, for a model with plugin
+ops, with the SDK's numpy float reference running the plugins' functions (the report's
+`reference` says which); with --per-layer, every layer's dequantized output against ONNX
+Runtime's value of the same tensor."""
 from __future__ import annotations
 
 import sys
@@ -36,11 +38,19 @@ def onnxruntime_session(model: Path, extra_outputs: list[str] = ()):
     return ort.InferenceSession(m.SerializeToString(), options)
 
 
-def float_reference(req: CompileRequest, g, samples: list[dict], per_layer: bool) -> list[dict]:
-    """ONNX Runtime's outputs; for a model with plugin ops (which ONNX Runtime cannot run),
-    the numpy float reference of the IR, where those ops run their plugin's reference."""
+def reference_used(g) -> dict:
+    """What the outputs are compared with: ONNX Runtime running the ONNX file, or, for a model
+    with plugin ops (defined by their plugin, not by ONNX Runtime), the SDK's numpy float
+    reference of the IR, in which each plugin op runs its plugin's numpy function."""
     from .plugins import OPS
-    if any(node.op in OPS for node in g.nodes):
+    ops = sorted({node.op for node in g.nodes if node.op in OPS})
+    return {"kind": "numpy" if ops else "onnxruntime",
+            "plugin_ops": [{"op": op, "plugin": OPS[op].plugin} for op in ops]}
+
+
+def float_reference(req: CompileRequest, g, samples: list[dict], per_layer: bool, reference: dict) -> list[dict]:
+    """The reference outputs of every sample, from the reference that `reference_used` chose."""
+    if reference["kind"] == "numpy":
         if per_layer:
             raise UsageError("validate --per-layer compares with ONNX Runtime, which cannot run plugin ops")
         from .reference import run_float
@@ -58,6 +68,14 @@ def onnx_feeds(g, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         origin = g.tensors[name].origin
         out[name] = value.transpose(np.argsort(origin[1])) if origin and origin[0] == name else value
     return out
+
+
+def reference_label(reference: dict) -> str:
+    """The reference as the first line of the table names it."""
+    if reference["kind"] == "onnxruntime":
+        return "ONNX Runtime (float model)"
+    ops = "; ".join(f"{o['op']} runs the numpy function of plugin '{o['plugin']}'" for o in reference["plugin_ops"])
+    return f"the SDK's numpy float reference, where {ops}"
 
 
 def metrics(ours: np.ndarray, ref: np.ndarray) -> dict[str, float]:
@@ -108,13 +126,14 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=
     if looks_random(x):
         warnings.append("the inputs look like random noise, not representative data: metrics may mislead")
         print(f"cuvil-sdk: warning: {warnings[-1]}", file=sys.stderr)
-    reference = float_reference(req, g, samples, per_layer)
+    used = reference_used(g)
+    reference = float_reference(req, g, samples, per_layer, used)
     with tempfile.TemporaryDirectory(prefix="cuvil-validate-") as tmp:
         info = build(Path(tmp) / "project") if build else do_build(req, Path(tmp) / "project", jobs)
         result = run_samples(req.board, info, samples, sys.stderr.isatty(), target=target)
         layers = per_layer_table(req, samples, jobs, Path(tmp)) if per_layer else None
     report = {"board": req.board.name, "profile": req.profile.name, "precision": info["precision"],
-              "samples": len(samples), "outputs": {}, "warnings": warnings,
+              "samples": len(samples), "reference": used, "outputs": {}, "warnings": warnings,
               "float_layers": info.get("float_layers", []), "int16_layers": info.get("int16_layers", [])}
     for t in info["outputs"]:
         ours = np.stack([r[t["name"]] for r in result["outputs"]])
@@ -172,7 +191,7 @@ def to_onnx_layout(raw: bytes, layer: dict) -> np.ndarray:
 
 def human_table(report: dict) -> str:
     lines = [f"validated {report['samples']} samples on {report['board']} ({report['precision']}) "
-             f"against ONNX Runtime (float model)"]
+             f"against {reference_label(report['reference'])}"]
     lines.append(f"  {'output':24} {'cosine':>8} {'rel L2':>8} {'MAE':>10} {'RMSE':>10} {'top-1':>7}")
     for name, m in report["outputs"].items():
         lines.append(f"  {name[:24]:24} {m['cosine']:8.5f} {m['rel_l2']:8.5f} {m['mae']:10.5g} {m['rmse']:10.5g} "

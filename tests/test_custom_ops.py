@@ -289,3 +289,61 @@ def test_plugin_on_every_model_command_and_the_example_prototype_matches(tmp_pat
         k = OPS["com.example::SquaredRelu"].kernel("portable", "fp32")
         assert mismatches(k.decl(), parse_prototype(k.path.read_text(), k.name)) == []
     assert "com.example::SquaredRelu" not in OPS
+
+
+def onnx_domain_model(path: Path, op: str = "Hardmax") -> Path:
+    """A one-node model of an op of ONNX's own domain (opset 17)."""
+    node = helper.make_node(op, ["x"], ["y"], name="hm")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_onnx_op_the_sdk_lacks_points_to_plugins_and_the_ops_list_exit_3(tmp_path):
+    m = onnx_domain_model(tmp_path / "hm.onnx")
+    r = cli("build", "--model", m, "--board", "host", "--profile", "standard", "--precision", "fp32",
+            "-o", tmp_path / "out", cwd=tmp_path)
+    assert r.returncode == 3, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "cuvil-sdk: error: node 'hm': op 'Hardmax' is not supported (`cuvil-sdk ops` lists the supported ops); "
+        "provide it with --plugin FILE.py (see docs/custom_ops.md)"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_onnx_op_the_sdk_lacks_compiles_with_a_plugin_as_the_message_says(tmp_path):
+    body = """
+        @register_op("", "Hardmax", inputs=["float32"], outputs=["float32"], attrs={"axis": Attr("int", default=-1)},
+                     kernels=[Kernel("portable", "fp32", "hardmax_f32", "hardmax_f32.h",
+                                     In("in", "float"), Out("out", "float"), *I("count"))])
+        def hardmax(x, axis):
+            return (x == x.max(axis=axis, keepdims=True)).astype(np.float32)
+    """
+    kernel = ("static void hardmax_f32(const float *in, float *out, int count)\n{\n    int best = 0;\n"
+              "    for (int i = 0; i < count; i++) { out[i] = 0.0f; if (in[i] > in[best]) best = i; }\n"
+              "    out[best] = 1.0f;\n}\n")
+    p = plugin(tmp_path / "p", name="hardmax.py", body=body, kernel=kernel, kernel_file="hardmax_f32.h")
+    r = cli(*compile_args(onnx_domain_model(tmp_path / "hm.onnx"), tmp_path / "out", p), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "src" / "kernels" / "hardmax_f32.h").read_text() == kernel
+
+
+def test_lines_of_a_rendered_template_map_back_to_the_template_lines():
+    """A compiler error in a rendered `.h.j2` copy is reported at the template's line: block
+    lines dropped, values substituted and loop bodies repeated."""
+    import jinja2
+    from cuvil_sdk.codegen.plugin_lines import template_line
+    template = ("{# scale, unrolled #}\n"                                       # 1
+                "static void {{ kernel }}(const float *in, float *out)\n"       # 2
+                "{\n"                                                           # 3
+                "{% for i in range(3) %}\n"                                     # 4
+                "    out[{{ i }}] = {{ alpha }} * in[{{ i }}];\n"              # 5
+                "{% endfor %}\n"                                                # 6
+                "    out[3] = in[3]\n"                                          # 7
+                "}\n")                                                          # 8
+    rendered = jinja2.Environment(trim_blocks=True, lstrip_blocks=True).from_string(template).render(
+        kernel="scale_1a2b", alpha="0.5f")
+    assert rendered.splitlines()[5] == "    out[3] = in[3]"
+    lines = template.splitlines()
+    assert [template_line(lines, rendered.splitlines(), n) for n in range(1, 8)] == [
+        (2, False), (3, True), (5, False), (5, False), (5, False), (7, True), (8, True)]

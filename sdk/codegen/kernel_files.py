@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import jinja2
 
@@ -20,16 +20,28 @@ from ..kernels.contract import KernelInterfaceError, declarations
 from ..kernels.kernel_sets import KERNEL_SETS
 from ..paths import TEMPLATES
 
-# Kernel sources that plugins provide (sdk/plugins.py), by (set, kernel): who provides it
-# and a function returning its text. An entry for a built-in kernel replaces that kernel's
-# own source (a hand-tuned version); the plugin's files stay in the plugin's folder.
-PLUGIN_SOURCES: dict[tuple[str, str], tuple[str, Callable[[], str]]] = {}
+class PluginSource(NamedTuple):
+    """A kernel source that a plugin provides: who provides it, a function returning the C
+    text that is copied into the project, and the user's file it comes from (`template`: a
+    `.h.j2` rendered for one node, so its lines are not the copy's; sdk/codegen/plugin_lines.py
+    maps them back when the compiler reports an error in the copy)."""
+
+    plugin: str
+    text: Callable[[], str]
+    path: Path
+    template: bool = False
+
+
+# Kernel sources that plugins provide (sdk/plugins.py), by (set, kernel). An entry for a
+# built-in kernel replaces that kernel's own source (a hand-tuned version); the plugin's
+# files stay in the plugin's folder.
+PLUGIN_SOURCES: dict[tuple[str, str], PluginSource] = {}
 
 
 def plugin_provider(kernel_set: str, name: str) -> str | None:
     """The plugin that provides kernel `name` of `kernel_set`, None for the SDK's own."""
     entry = PLUGIN_SOURCES.get((kernel_set, name))
-    return entry[0] if entry else None
+    return entry.plugin if entry else None
 
 
 # What each element-type variant of a family means (shared by every family and set).
@@ -79,7 +91,7 @@ def family_of(kernel_set: str, name: str) -> tuple[str, str] | None:
 def kernel_source(kernel_set: str, name: str) -> str:
     """The C (or CUDA) source that defines kernel `name` of `kernel_set`."""
     if (kernel_set, name) in PLUGIN_SOURCES:
-        return PLUGIN_SOURCES[kernel_set, name][1]()
+        return PLUGIN_SOURCES[kernel_set, name].text()
     own = TEMPLATES / kernel_set / f"{name}{extension(kernel_set)}"
     if own.is_file():
         return own.read_text()

@@ -11,7 +11,7 @@ from onnx import helper, numpy_helper
 from ..boards import Board
 from ..errors import ModelError, UsageError
 from ..ir import Graph, Node, Tensor
-from ..ops import REGISTRY, supported_ops
+from ..ops import REGISTRY
 from ..ops.static import compile_time_inputs
 from ..passes.compare_select import compare_select_to_min_max
 from ..passes.empty_tensors import drop_empty_tensors
@@ -124,10 +124,13 @@ def refuse_unknown_custom_ops(model: onnx.ModelProto) -> None:
 
 
 def refuse_unsupported(model: onnx.ModelProto) -> None:
+    """An ONNX op the SDK lacks: the list of those it has (90-odd names) is `cuvil-sdk ops`'s,
+    not this line's; the way to add one is a plugin (ONNX's own domain takes plugin ops too)."""
     for node in model.graph.node:
         if op_key(node.domain, node.op_type) not in REGISTRY:
             raise ModelError(f"node '{node.name or node.op_type}': op '{node.op_type}' is not supported "
-                             f"(supported: {', '.join(supported_ops())})")
+                             f"(`cuvil-sdk ops` lists the supported ops); provide it with --plugin FILE.py "
+                             f"(see docs/custom_ops.md)")
 
 
 def opset_of(model: onnx.ModelProto) -> int:
