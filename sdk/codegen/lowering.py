@@ -151,6 +151,9 @@ def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: Code
         out.calls[-1].out_bytes = g.tensors[node.outputs[0]].nbytes
         weight_bytes = sum(w.nbytes for w in out.weights[weights_before:])
         out.layers.append(layer_row(index, node, g, plan, calls[0].kernel, len(calls), weight_bytes))
+        variants = " + ".join(dict.fromkeys(c.variant for c in calls if c.variant))
+        if variants:  # kernels with variants only (the others' manifests stay as they were)
+            out.layers[-1]["variant"] = variants
         providers = sorted({k["plugin"] for k in out.plugin_kernels if k["layer"] == node.name})
         if providers:  # reports say which layers run a plugin's kernel
             out.layers[-1]["kernel_plugin"] = ", ".join(providers)

@@ -158,6 +158,9 @@ class KernelCall:
     args: dict[str, Any]
     # set by a rule that splits the work (CUDA: threads of the launch)
     launch_threads: int = 0
+    # set by a rule that picks among a kernel's variants (tile shape, loop order, weight
+    # layout), e.g. "4x2 w8": the report and the per-layer profile name it beside the kernel
+    variant: str = ""
 
     @property
     def kernel(self) -> str:

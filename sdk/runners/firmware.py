@@ -52,7 +52,7 @@ def layer_profile(info: dict, counts: dict[int, int], macs: dict[str, int], inst
         count = counts.get(entry["index"], 0)
         mac = macs.get(entry["name"])
         layers.append({"index": entry["index"], "name": entry["name"], "op": entry["op"], "kernel": entry["kernel"],
-                       "macs": mac, "instructions": count,
+                       "variant": entry.get("variant", ""), "macs": mac, "instructions": count,
                        "instructions_per_mac": round(count / mac, 3) if mac else None})
     total_macs = sum(layer["macs"] or 0 for layer in layers)
     total = {"macs": total_macs, "instructions": instructions,
@@ -68,7 +68,8 @@ def layer_table(profile: dict, name_width: int = 40) -> str:
     for layer in profile["layers"]:
         name = layer["name"] if len(layer["name"]) <= name_width else "..." + layer["name"][-(name_width - 3):]
         ipm = f"{layer['instructions_per_mac']:.2f}" if layer["instructions_per_mac"] is not None else "-"
-        lines.append(f"{layer['index']:>3}  {name:{name_width}}  {layer['op']:18} {layer['kernel']:20} "
+        kernel = f"{layer['kernel']} ({layer['variant']})" if layer.get("variant") else layer["kernel"]
+        lines.append(f"{layer['index']:>3}  {name:{name_width}}  {layer['op']:18} {kernel:20} "
                      f"{layer['macs'] or 0:>10} {layer['instructions']:>13} {ipm:>6}")
     total = profile["layers_total"]
     ipm = f"{total['instructions_per_mac']:.2f}" if total["instructions_per_mac"] is not None else "-"
