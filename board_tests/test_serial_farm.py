@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import os
 import signal
 import subprocess
@@ -60,6 +61,10 @@ INPUT_BYTES = proto.HEADER.size + 64 * 4 + proto.CRC.size
 INFO_BYTES = proto.HEADER.size + 12 + 2 * 4 + proto.CRC.size
 OUTPUT_BYTES = proto.HEADER.size + 8 + 10 + proto.CRC.size
 NAK_BYTES = proto.HEADER.size + 4 + proto.CRC.size
+CALIBRATION_BYTES = proto.HEADER.size + proto.CALIBRATION_COUNTS.size + proto.CRC.size
+# What each side sends before the first sample: HELLO and CALIBRATE (both empty), INFO and CALIBRATION.
+OPENING_TO_BOARD = 2 * HELLO_BYTES
+OPENING_TO_HOST = INFO_BYTES + CALIBRATION_BYTES
 
 
 def cli(*args, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
@@ -166,23 +171,24 @@ def converse(url: str, info: dict, payloads: list[bytes], first: int = 0):
 def test_lost_and_corrupt_frames_are_sent_again_and_a_bad_link_is_reported(board, harness_build, reference,
                                                                            semihosting_validate):
     payloads = digits_payloads(harness_build, 10)
-    sample = lambda k, extra=0: HELLO_BYTES + INPUT_BYTES * (k + extra)  # noqa: E731  (a frame's offset)
+    sample = lambda k, extra=0: OPENING_TO_BOARD + INPUT_BYTES * (k + extra)  # noqa: E731  (a frame's offset)
     faults = Faults(
         flip_to_board={sample(2) + 100},                               # sample 2's input: NAK (CRC), sent again
         drop_to_board=[(sample(5, extra=1) + INPUT_BYTES - 10, 10)],   # sample 5 cut short: timeout, then NAK
         # sample 7's output corrupt on the way back: timeout, sent again
-        flip_to_host={INFO_BYTES + 7 * OUTPUT_BYTES + 2 * NAK_BYTES + 20})
+        flip_to_host={OPENING_TO_HOST + 7 * OUTPUT_BYTES + 2 * NAK_BYTES + 20})
     # connection 0 flashes (no faults), 1 is the clean-up conversation, 2 goes bad from sample 3 on
-    stays_bad = Faults(garble_to_board_from=HELLO_BYTES + 3 * INPUT_BYTES + 20)
+    stays_bad = Faults(garble_to_board_from=OPENING_TO_BOARD + 3 * INPUT_BYTES + 20)
     with FaultProxy(board.port, {1: faults, 2: stays_bad}) as proxy:
         flash_command(BOARD, proxy.url, None, Path(harness_build["artifacts"]["bin"]), progress=False)
-        counts, raw, resent = converse(proxy.url, harness_build, payloads)
-        assert resent == 4  # sample 2 once, sample 5 twice, sample 7 once
+        conversation = converse(proxy.url, harness_build, payloads)
+        assert conversation.resent == 4  # sample 2 once, sample 5 twice, sample 7 once
+        assert conversation.calibrated and conversation.count_problem is None
         board_data = serial_harness_board(get_board(BOARD))
-        for k, sample_outputs in enumerate(result_of(board_data, harness_build, counts, raw, resent)["outputs"]):
+        for k, sample_outputs in enumerate(result_of(board_data, harness_build, [conversation])["outputs"]):
             for name, value in sample_outputs.items():
                 assert np.array_equal(value.reshape(-1), reference[name][k]), (k, name)
-        assert_counts_match(counts, semihosting_validate["instructions_per_sample"][:10])
+        assert_counts_match(conversation.counts, semihosting_validate["instructions_per_sample"][:10])
 
         began = time.monotonic()
         with pytest.raises(TargetError) as failure:
@@ -335,8 +341,8 @@ def test_validate_shards_over_two_places(farm, work, semihosting_validate):
 
 def test_a_board_killed_mid_run_gives_exit_6_and_its_place_is_released(farm, work):
     proxy_b = farm["proxies"]["b"]
-    # b's shard is samples 20-39: QEMU b dies as the host sends sample 24 (HELLO and 20-23 went through)
-    proxy_b.faults = {proxy_b.connections + 1: Faults(kill_at=HELLO_BYTES + 4 * INPUT_BYTES)}
+    # b's shard is samples 20-39: QEMU b dies as the host sends sample 24 (HELLO, CALIBRATE, 20-23 went through)
+    proxy_b.faults = {proxy_b.connections + 1: Faults(kill_at=OPENING_TO_BOARD + 4 * INPUT_BYTES)}
     r = cli("validate", "--board", BOARD, *model_args("--data", work / "data.npz"), "--place", "a", "--place", "b",
             "--coordinator", farm["address"], cwd=work)
     assert proxy_b.killed.is_set() and not farm["boards"]["b"].running
@@ -345,3 +351,30 @@ def test_a_board_killed_mid_run_gives_exit_6_and_its_place_is_released(farm, wor
     assert "place 'b'" in last and "sample 24" in last, last
     assert acquired(farm, "a") == "None" and acquired(farm, "b") == "None"
     assert farm["boards"]["a"].running
+
+
+# --- counts that are not guest instructions ------------------------------------------------------
+class BoardWithoutIcount(QemuBootloader):
+    """The QEMU board as a user might start it by hand, forgetting `-icount shift=0`: SysTick
+    then follows the host's clock and its counts are not guest instructions."""
+
+    def command(self, port: int) -> list[str]:
+        command = super().command(port)
+        at = command.index("-icount")
+        return command[:at] + command[at + 2:]
+
+
+def test_a_board_without_icount_is_detected_and_its_counts_not_called_guest_instructions(bootloader, work):
+    with BoardWithoutIcount(bootloader) as qemu:
+        r = cli("run", "--board", BOARD, *model_args("--input", work / "x.npy"), "--output",
+                work / "no-icount.npz", "--port", qemu.url, cwd=work)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert not {"instructions", "instructions_per_sample", "instructions_note"} & set(report), report
+    assert len(report["unverified_counts_per_sample"]) == SAMPLES
+    assert report["unverified_counts_note"].startswith("not guest instructions: SysTick x 40 on a QEMU")
+    warnings = [line for line in r.stderr.splitlines() if line.startswith("cuvil-sdk: warning:")]
+    assert len(warnings) == 1 and report["warnings"] == [warnings[0].removeprefix("cuvil-sdk: warning: ")], r.stderr
+    assert re.fullmatch(rf"cuvil-sdk: warning: {re.escape(qemu.url)}: SysTick does not count guest instructions "
+                        r"there \(a calibration stretch of 40000 instructions counted \d+ and \d+\): is QEMU running "
+                        r"without -icount shift=0\? Its counts are reported as unverified_counts_per_sample", warnings[0])
