@@ -26,6 +26,7 @@ import json
 import re
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -45,9 +46,11 @@ from cuvil_sdk.flash.an3155 import An3155Client, Timeouts, open_port  # noqa: E4
 from cuvil_sdk.flash.command import flash_command  # noqa: E402
 from cuvil_sdk.runners import serial_protocol as proto  # noqa: E402
 from cuvil_sdk.runners.serial_harness import open_link, result_of, run_samples_on_link, sample_payloads  # noqa: E402
+from farm_docs import PORTS, commands, recipe_blocks  # noqa: E402
 from flash_helpers.fault_proxy import FaultProxy, Faults  # noqa: E402
 from cuvil_sdk.reference import run_quantized_model  # noqa: E402
 from cuvil_sdk.runners.protocol import decode_outputs  # noqa: E402
+from cuvil_sdk.validate import human_table  # noqa: E402
 from models import EXAMPLES, reference_graph, request  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -327,8 +330,8 @@ def test_validate_shards_over_two_places(farm, work, semihosting_validate):
             "--coordinator", farm["address"], cwd=work)
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
-    assert report["places"] == [{"place": "a", "first_sample": 0, "samples": 20},
-                                {"place": "b", "first_sample": 20, "samples": 20}]
+    assert report["places"] == [{"place": "a", "first_sample": 0, "samples": 20, "count_check": "ok"},
+                                {"place": "b", "first_sample": 20, "samples": 20, "count_check": "ok"}]
     assert report["samples"] == SAMPLES
     assert report["outputs"] == semihosting_validate["outputs"]  # merged in order: the very same metrics
     assert report["accuracy"] == semihosting_validate["accuracy"]
@@ -378,3 +381,116 @@ def test_a_board_without_icount_is_detected_and_its_counts_not_called_guest_inst
     assert re.fullmatch(rf"cuvil-sdk: warning: {re.escape(qemu.url)}: SysTick does not count guest instructions "
                         r"there \(a calibration stretch of 40000 instructions counted \d+ and \d+\): is QEMU running "
                         r"without -icount shift=0\? Its counts are reported as unverified_counts_per_sample", warnings[0])
+
+
+def test_a_farm_place_without_icount_is_named_and_the_run_not_counted_in_instructions(farm, bootloader, work):
+    """Place b's board swapped for one started without -icount (after the test above killed b's)."""
+    with BoardWithoutIcount(bootloader) as qemu:
+        farm["proxies"]["b"].target_port = qemu.port
+        r = cli("validate", "--board", BOARD, *model_args("--data", work / "data.npz"), "--place", "a", "--place",
+                "b", "--coordinator", farm["address"], cwd=work)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert "instructions_per_sample" not in report and len(report["unverified_counts_per_sample"]) == SAMPLES
+    a, b = report["places"]
+    assert a["count_check"] == "ok"
+    assert b["count_check"].startswith("place 'b': SysTick does not count guest instructions there"), b
+    assert report["warnings"] == [b["count_check"]] and f"cuvil-sdk: warning: {b['count_check']}" in r.stderr
+    human = human_table(report)  # validate's human output of this very report
+    assert "instructions per inference" not in human and "  unverified counts per inference: median" in human
+    assert f"    {report['unverified_counts_note']}" in human.splitlines()
+
+
+# --- docs/farm.md, followed as written ------------------------------------------------------------
+class RecipeShell:
+    """One bash, as the user's terminal: docs/farm.md's recipe blocks are typed into it one
+    after the other (its `&` jobs are children of this shell, in its session, killed by stop())."""
+
+    def __init__(self, folder: Path) -> None:
+        self.log = folder / "shell.log"
+        env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(["bash"], cwd=folder, env=env, stdin=subprocess.PIPE, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        self.typed = 0
+
+    def type(self, block: str, timeout_s: float = 600.0) -> None:
+        """Type the block and wait until the shell has run it."""
+        self.typed += 1
+        marker = f"@@ block {self.typed} done"
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{block}\necho '{marker}'\n".encode())
+        self.proc.stdin.flush()
+        wait_for(lambda: marker in self.output() or self.proc.poll() is not None, f"block {self.typed}", timeout_s)
+        assert marker in self.output(), self.output()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(10)
+
+
+def listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def with_json(block: str) -> str:
+    """The block's `cuvil-sdk` commands with --json, each report in its own file, its exit code in the log."""
+    lines = []
+    for line in commands(block):
+        if line.startswith("cuvil-sdk "):
+            k = sum(1 for l in lines if l.startswith("cuvil-sdk "))
+            line = f"{line} --json > report-{k}.json; echo \"@@ rc {k} $?\""
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def test_the_docs_recipe_gives_the_semihosting_counts_on_a_loopback_farm(tmp_path):
+    """docs/farm.md's blocks as written (free ports for the documented ones; --json added to
+    read the reports): the farm's per-sample counts are guest instructions, equal to the
+    semihosting run's within one SysTick tick, and said to be so."""
+    ports = {old: str(free_port()) for old in PORTS}
+    blocks = recipe_blocks(ports)
+    assert len(blocks) == 5, blocks  # coordinator, boards, exporter, places, validate
+    farm_dir = tmp_path / "cuvil-farm"
+    shell = RecipeShell(tmp_path)
+    try:
+        shell.type(blocks[0])
+        wait_for(lambda: listening(int(ports["20408"])), "the coordinator")
+        shell.type(blocks[1])
+        for n in (1, 2):
+            log = farm_dir / f"board-{n}.log"
+            wait_for(lambda: log.exists() and "cuvil-bootloader: ready" in log.read_text(), f"board {n}", 120)
+        shell.type(blocks[2])
+        address = f"127.0.0.1:{ports['20408']}"
+        wait_for(lambda: labgrid_client(address, "resources", cwd=farm_dir).stdout.count("NetworkSerialPort") == 2,
+                 "the exporter's resources")
+        shell.type(blocks[3])
+        shell.type(with_json(blocks[4]))
+        assert "@@ rc 0 0" in shell.output() and "@@ rc 1 0" in shell.output(), shell.output()
+    finally:
+        shell.stop()
+    farm_report, semihosting = (json.loads((farm_dir / f"report-{k}.json").read_text()) for k in (0, 1))
+    samples = len(np.load(EXAMPLES / "digits_data.npz")["y"])
+    half = samples // 2
+    assert farm_report["places"] == [
+        {"place": "qemu-1", "first_sample": 0, "samples": half, "count_check": "ok"},
+        {"place": "qemu-2", "first_sample": half, "samples": samples - half, "count_check": "ok"}]
+    assert farm_report["outputs"] == semihosting["outputs"] and farm_report["accuracy"] == semihosting["accuracy"]
+    assert_counts_match(farm_report["instructions_per_sample"], semihosting["instructions_per_sample"])
+    assert farm_report["warnings"] == [] and "unverified_counts_per_sample" not in farm_report
+    assert farm_report["instructions_note"].startswith("guest instructions under QEMU -icount shift=0 (SysTick x 40")
+    assert semihosting["instructions_note"].startswith("guest instructions under QEMU -icount shift=0")
