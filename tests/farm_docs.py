@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FARM_MD = ROOT / "docs" / "farm.md"
-BOOTLOADER_README = ROOT / "sdk" / "targets" / "cortex_m7" / "bootloader" / "README.md"
+BOOTLOADER_README = ROOT / "targets" / "cortex_m7" / "bootloader" / "README.md"
 RECIPE_HEADING = "### A farm on 127.0.0.1, step by step"
 # The recipe's fixed ports (coordinator, board 1, board 2): a test swaps in free ones.
 PORTS = ("20408", "4444", "4445")
