@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -44,9 +46,11 @@ from cuvil_sdk.flash.an3155 import An3155Client, Timeouts, open_port  # noqa: E4
 from cuvil_sdk.flash.command import flash_command  # noqa: E402
 from cuvil_sdk.runners import serial_protocol as proto  # noqa: E402
 from cuvil_sdk.runners.serial_harness import open_link, result_of, run_samples_on_link, sample_payloads  # noqa: E402
+from farm_docs import PORTS, commands, recipe_blocks  # noqa: E402
 from flash_helpers.fault_proxy import FaultProxy, Faults  # noqa: E402
 from cuvil_sdk.reference import run_quantized_model  # noqa: E402
 from cuvil_sdk.runners.protocol import decode_outputs  # noqa: E402
+from cuvil_sdk.validate import human_table  # noqa: E402
 from models import EXAMPLES, reference_graph, request  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -60,6 +64,10 @@ INPUT_BYTES = proto.HEADER.size + 64 * 4 + proto.CRC.size
 INFO_BYTES = proto.HEADER.size + 12 + 2 * 4 + proto.CRC.size
 OUTPUT_BYTES = proto.HEADER.size + 8 + 10 + proto.CRC.size
 NAK_BYTES = proto.HEADER.size + 4 + proto.CRC.size
+CALIBRATION_BYTES = proto.HEADER.size + proto.CALIBRATION_COUNTS.size + proto.CRC.size
+# What each side sends before the first sample: HELLO and CALIBRATE (both empty), INFO and CALIBRATION.
+OPENING_TO_BOARD = 2 * HELLO_BYTES
+OPENING_TO_HOST = INFO_BYTES + CALIBRATION_BYTES
 
 
 def cli(*args, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
@@ -166,23 +174,24 @@ def converse(url: str, info: dict, payloads: list[bytes], first: int = 0):
 def test_lost_and_corrupt_frames_are_sent_again_and_a_bad_link_is_reported(board, harness_build, reference,
                                                                            semihosting_validate):
     payloads = digits_payloads(harness_build, 10)
-    sample = lambda k, extra=0: HELLO_BYTES + INPUT_BYTES * (k + extra)  # noqa: E731  (a frame's offset)
+    sample = lambda k, extra=0: OPENING_TO_BOARD + INPUT_BYTES * (k + extra)  # noqa: E731  (a frame's offset)
     faults = Faults(
         flip_to_board={sample(2) + 100},                               # sample 2's input: NAK (CRC), sent again
         drop_to_board=[(sample(5, extra=1) + INPUT_BYTES - 10, 10)],   # sample 5 cut short: timeout, then NAK
         # sample 7's output corrupt on the way back: timeout, sent again
-        flip_to_host={INFO_BYTES + 7 * OUTPUT_BYTES + 2 * NAK_BYTES + 20})
+        flip_to_host={OPENING_TO_HOST + 7 * OUTPUT_BYTES + 2 * NAK_BYTES + 20})
     # connection 0 flashes (no faults), 1 is the clean-up conversation, 2 goes bad from sample 3 on
-    stays_bad = Faults(garble_to_board_from=HELLO_BYTES + 3 * INPUT_BYTES + 20)
+    stays_bad = Faults(garble_to_board_from=OPENING_TO_BOARD + 3 * INPUT_BYTES + 20)
     with FaultProxy(board.port, {1: faults, 2: stays_bad}) as proxy:
         flash_command(BOARD, proxy.url, None, Path(harness_build["artifacts"]["bin"]), progress=False)
-        counts, raw, resent = converse(proxy.url, harness_build, payloads)
-        assert resent == 4  # sample 2 once, sample 5 twice, sample 7 once
+        conversation = converse(proxy.url, harness_build, payloads)
+        assert conversation.resent == 4  # sample 2 once, sample 5 twice, sample 7 once
+        assert conversation.calibrated and conversation.count_problem is None
         board_data = serial_harness_board(get_board(BOARD))
-        for k, sample_outputs in enumerate(result_of(board_data, harness_build, counts, raw, resent)["outputs"]):
+        for k, sample_outputs in enumerate(result_of(board_data, harness_build, [conversation])["outputs"]):
             for name, value in sample_outputs.items():
                 assert np.array_equal(value.reshape(-1), reference[name][k]), (k, name)
-        assert_counts_match(counts, semihosting_validate["instructions_per_sample"][:10])
+        assert_counts_match(conversation.counts, semihosting_validate["instructions_per_sample"][:10])
 
         began = time.monotonic()
         with pytest.raises(TargetError) as failure:
@@ -321,8 +330,8 @@ def test_validate_shards_over_two_places(farm, work, semihosting_validate):
             "--coordinator", farm["address"], cwd=work)
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
-    assert report["places"] == [{"place": "a", "first_sample": 0, "samples": 20},
-                                {"place": "b", "first_sample": 20, "samples": 20}]
+    assert report["places"] == [{"place": "a", "first_sample": 0, "samples": 20, "count_check": "ok"},
+                                {"place": "b", "first_sample": 20, "samples": 20, "count_check": "ok"}]
     assert report["samples"] == SAMPLES
     assert report["outputs"] == semihosting_validate["outputs"]  # merged in order: the very same metrics
     assert report["accuracy"] == semihosting_validate["accuracy"]
@@ -335,8 +344,8 @@ def test_validate_shards_over_two_places(farm, work, semihosting_validate):
 
 def test_a_board_killed_mid_run_gives_exit_6_and_its_place_is_released(farm, work):
     proxy_b = farm["proxies"]["b"]
-    # b's shard is samples 20-39: QEMU b dies as the host sends sample 24 (HELLO and 20-23 went through)
-    proxy_b.faults = {proxy_b.connections + 1: Faults(kill_at=HELLO_BYTES + 4 * INPUT_BYTES)}
+    # b's shard is samples 20-39: QEMU b dies as the host sends sample 24 (HELLO, CALIBRATE, 20-23 went through)
+    proxy_b.faults = {proxy_b.connections + 1: Faults(kill_at=OPENING_TO_BOARD + 4 * INPUT_BYTES)}
     r = cli("validate", "--board", BOARD, *model_args("--data", work / "data.npz"), "--place", "a", "--place", "b",
             "--coordinator", farm["address"], cwd=work)
     assert proxy_b.killed.is_set() and not farm["boards"]["b"].running
@@ -345,3 +354,143 @@ def test_a_board_killed_mid_run_gives_exit_6_and_its_place_is_released(farm, wor
     assert "place 'b'" in last and "sample 24" in last, last
     assert acquired(farm, "a") == "None" and acquired(farm, "b") == "None"
     assert farm["boards"]["a"].running
+
+
+# --- counts that are not guest instructions ------------------------------------------------------
+class BoardWithoutIcount(QemuBootloader):
+    """The QEMU board as a user might start it by hand, forgetting `-icount shift=0`: SysTick
+    then follows the host's clock and its counts are not guest instructions."""
+
+    def command(self, port: int) -> list[str]:
+        command = super().command(port)
+        at = command.index("-icount")
+        return command[:at] + command[at + 2:]
+
+
+def test_a_board_without_icount_is_detected_and_its_counts_not_called_guest_instructions(bootloader, work):
+    with BoardWithoutIcount(bootloader) as qemu:
+        r = cli("run", "--board", BOARD, *model_args("--input", work / "x.npy"), "--output",
+                work / "no-icount.npz", "--port", qemu.url, cwd=work)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert not {"instructions", "instructions_per_sample", "instructions_note"} & set(report), report
+    assert len(report["unverified_counts_per_sample"]) == SAMPLES
+    assert report["unverified_counts_note"].startswith("not guest instructions: SysTick x 40 on a QEMU")
+    warnings = [line for line in r.stderr.splitlines() if line.startswith("cuvil-sdk: warning:")]
+    assert len(warnings) == 1 and report["warnings"] == [warnings[0].removeprefix("cuvil-sdk: warning: ")], r.stderr
+    assert re.fullmatch(rf"cuvil-sdk: warning: {re.escape(qemu.url)}: SysTick does not count guest instructions "
+                        r"there \(a calibration stretch of 40000 instructions counted \d+ and \d+\): is QEMU running "
+                        r"without -icount shift=0\? Its counts are reported as unverified_counts_per_sample", warnings[0])
+
+
+def test_a_farm_place_without_icount_is_named_and_the_run_not_counted_in_instructions(farm, bootloader, work):
+    """Place b's board swapped for one started without -icount (after the test above killed b's)."""
+    with BoardWithoutIcount(bootloader) as qemu:
+        farm["proxies"]["b"].target_port = qemu.port
+        r = cli("validate", "--board", BOARD, *model_args("--data", work / "data.npz"), "--place", "a", "--place",
+                "b", "--coordinator", farm["address"], cwd=work)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert "instructions_per_sample" not in report and len(report["unverified_counts_per_sample"]) == SAMPLES
+    a, b = report["places"]
+    assert a["count_check"] == "ok"
+    assert b["count_check"].startswith("place 'b': SysTick does not count guest instructions there"), b
+    assert report["warnings"] == [b["count_check"]] and f"cuvil-sdk: warning: {b['count_check']}" in r.stderr
+    human = human_table(report)  # validate's human output of this very report
+    assert "instructions per inference" not in human and "  unverified counts per inference: median" in human
+    assert f"    {report['unverified_counts_note']}" in human.splitlines()
+
+
+# --- docs/farm.md, followed as written ------------------------------------------------------------
+class RecipeShell:
+    """One bash, as the user's terminal: docs/farm.md's recipe blocks are typed into it one
+    after the other (its `&` jobs are children of this shell, in its session, killed by stop())."""
+
+    def __init__(self, folder: Path) -> None:
+        self.log = folder / "shell.log"
+        env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(["bash"], cwd=folder, env=env, stdin=subprocess.PIPE, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        self.typed = 0
+
+    def type(self, block: str, timeout_s: float = 600.0) -> None:
+        """Type the block and wait until the shell has run it."""
+        self.typed += 1
+        marker = f"@@ block {self.typed} done"
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{block}\necho '{marker}'\n".encode())
+        self.proc.stdin.flush()
+        wait_for(lambda: marker in self.output() or self.proc.poll() is not None, f"block {self.typed}", timeout_s)
+        assert marker in self.output(), self.output()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(10)
+
+
+def listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def with_json(block: str) -> str:
+    """The block's `cuvil-sdk` commands with --json, each report in its own file, its exit code in the log."""
+    lines = []
+    for line in commands(block):
+        if line.startswith("cuvil-sdk "):
+            k = sum(1 for l in lines if l.startswith("cuvil-sdk "))
+            line = f"{line} --json > report-{k}.json; echo \"@@ rc {k} $?\""
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def test_the_docs_recipe_gives_the_semihosting_counts_on_a_loopback_farm(tmp_path):
+    """docs/farm.md's blocks as written (free ports for the documented ones; --json added to
+    read the reports): the farm's per-sample counts are guest instructions, equal to the
+    semihosting run's within one SysTick tick, and said to be so."""
+    ports = {old: str(free_port()) for old in PORTS}
+    blocks = recipe_blocks(ports)
+    assert len(blocks) == 5, blocks  # coordinator, boards, exporter, places, validate
+    farm_dir = tmp_path / "cuvil-farm"
+    shell = RecipeShell(tmp_path)
+    try:
+        shell.type(blocks[0])
+        wait_for(lambda: listening(int(ports["20408"])), "the coordinator")
+        shell.type(blocks[1])
+        for n in (1, 2):
+            log = farm_dir / f"board-{n}.log"
+            wait_for(lambda: log.exists() and "cuvil-bootloader: ready" in log.read_text(), f"board {n}", 120)
+        shell.type(blocks[2])
+        address = f"127.0.0.1:{ports['20408']}"
+        wait_for(lambda: labgrid_client(address, "resources", cwd=farm_dir).stdout.count("NetworkSerialPort") == 2,
+                 "the exporter's resources")
+        shell.type(blocks[3])
+        shell.type(with_json(blocks[4]))
+        assert "@@ rc 0 0" in shell.output() and "@@ rc 1 0" in shell.output(), shell.output()
+    finally:
+        shell.stop()
+    farm_report, semihosting = (json.loads((farm_dir / f"report-{k}.json").read_text()) for k in (0, 1))
+    samples = len(np.load(EXAMPLES / "digits_data.npz")["y"])
+    half = samples // 2
+    assert farm_report["places"] == [
+        {"place": "qemu-1", "first_sample": 0, "samples": half, "count_check": "ok"},
+        {"place": "qemu-2", "first_sample": half, "samples": samples - half, "count_check": "ok"}]
+    assert farm_report["outputs"] == semihosting["outputs"] and farm_report["accuracy"] == semihosting["accuracy"]
+    assert_counts_match(farm_report["instructions_per_sample"], semihosting["instructions_per_sample"])
+    assert farm_report["warnings"] == [] and "unverified_counts_per_sample" not in farm_report
+    assert farm_report["instructions_note"].startswith("guest instructions under QEMU -icount shift=0 (SysTick x 40")
+    assert semihosting["instructions_note"].startswith("guest instructions under QEMU -icount shift=0")

@@ -272,6 +272,11 @@ def human_run(report: dict) -> str:
     human = f"ran {report['samples']} samples on {report['board']}; outputs in {report['outputs']}"
     if "instructions" in report:
         human += instructions_line(report)
+    if "cycles" in report:
+        human += f"\n  {report['cycles']} cycles per inference ({report['cycles_note']})"
+    if "unverified_counts_per_sample" in report:  # never printed as instructions
+        counts = report["unverified_counts_per_sample"]
+        human += f"\n  counts per inference {min(counts)}-{max(counts)}: {report['unverified_counts_note']}"
     if "time_per_inference_us" in report:
         human += (f"\n  {report['time_per_inference_us']:.1f} us per inference (median of {report['timing_repeats']}"
                   f" runs; {report['timing_note']})")

@@ -278,6 +278,8 @@ def do_run(req: CompileRequest, input_path: Path, output_path: Path, out_dir: Pa
     report.update({"samples": len(samples), "outputs": str(output_path.resolve())})
     report.update(instruction_summary(result.get("instructions"), result.get("instructions_note")))
     report.update(remote_summary(result))
+    if result.get("warnings"):  # said on stderr as they arose; kept in the JSON
+        report["warnings"] = list(result["warnings"])
     report.update(timing_summary(result.get("times_ns") or [], result.get("timing_note", "")))
     if result.get("layer_instructions"):  # per-layer profile (firmware built with -D<NAME>_PROFILE)
         from .runners.firmware import layer_table
@@ -315,7 +317,10 @@ def remote_summary(result: dict) -> dict:
     if result.get("cycles") is not None:
         counts = [int(c) for c in result["cycles"]]
         report.update({"cycles": counts[0], "cycles_median": int(np.median(counts)), "cycles_per_sample": counts,
-                       "cycles_note": "processor cycles (DWT CYCCNT) on the board"})
+                       "cycles_note": result.get("cycles_note") or "processor cycles (DWT CYCCNT) on the board"})
+    if result.get("unverified_counts") is not None:  # SysTick that failed its calibration: not instructions
+        report.update({"unverified_counts_per_sample": [int(c) for c in result["unverified_counts"]],
+                       "unverified_counts_note": result["unverified_counts_note"]})
     for key in ("resent_frames", "places", "isa"):
         if result.get(key) is not None:
             report[key] = result[key]

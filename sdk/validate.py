@@ -115,7 +115,7 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=
     """`build`: a function (folder -> the model's build info) that builds the artifact the model
     runs in (a multi-model firmware image: commands.image_builder); default: the model alone.
     `target`: a board over a serial port or in a labgrid farm (commands.remote_target())."""
-    from .commands import do_build, remote_summary, run_samples
+    from .commands import QEMU_ICOUNT_NOTE, do_build, remote_summary, run_samples
     from .compiler import input_graph
     require_file(data, "--data")
     if data.suffix != ".npz":
@@ -146,7 +146,9 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=
         report["layers"] = layers
     if result.get("instructions") is not None:  # QEMU boards: guest instructions per inference
         report["instructions_per_sample"] = [int(c) for c in result["instructions"]]
+        report["instructions_note"] = result.get("instructions_note") or QEMU_ICOUNT_NOTE
     report.update(remote_summary(result))
+    warnings.extend(result.get("warnings", []))  # said on stderr as they arose
     return report
 
 
@@ -202,11 +204,13 @@ def human_table(report: dict) -> str:
         lines.append(f"  layers with int16 activations (16x8): {', '.join(report['int16_layers'])}")
     if "accuracy" in report:
         lines.append(f"  accuracy: ours {report['accuracy']:.2%}, float model {report['float_accuracy']:.2%}")
-    for unit in ("instructions", "cycles"):
+    for unit in ("instructions", "cycles", "unverified_counts"):  # each with its unit and source
         counts = report.get(f"{unit}_per_sample")
         if counts:
-            lines.append(f"  {unit} per inference: median {int(np.median(counts))} (min {min(counts)}, "
-                         f"max {max(counts)}) over {len(counts)} samples")
+            lines.append(f"  {unit.replace('_', ' ')} per inference: median {int(np.median(counts))} (min "
+                         f"{min(counts)}, max {max(counts)}) over {len(counts)} samples")
+            if report.get(f"{unit}_note"):
+                lines.append(f"    {report[f'{unit}_note']}")
     for place in report.get("places", []):
         lines.append(f"  place {place['place']}: samples {place['first_sample']}-"
                      f"{place['first_sample'] + place['samples'] - 1}")

@@ -208,3 +208,28 @@ def test_place_without_labgrid_is_one_line_exit_5(tmp_path):
     assert r.returncode == 5, r.stderr
     assert r.stderr.strip().splitlines()[-1] == ("cuvil-sdk: error: --place needs labgrid: pip install "
                                                  "'cuvil-sdk[farm]' (or pip install labgrid)")
+
+
+def test_calibration_counts_are_judged_within_one_tick():
+    from cuvil_sdk.runners.serial_harness import count_problem
+    exact = proto.CALIBRATION_INSTRUCTIONS
+    assert count_problem((exact, exact), 40) is None
+    assert count_problem((exact + 40, exact - 40), 40) is None
+    # measured on a QEMU without -icount: SysTick follows the host clock
+    assert count_problem((56400, 1823160), 40) == (
+        "SysTick does not count guest instructions there (a calibration stretch of 40000 instructions counted "
+        "56400 and 1823160): is QEMU running without -icount shift=0? Its counts are reported as "
+        "unverified_counts_per_sample")
+    # a host that happens to run one guest instruction a nanosecond passes one stretch, not both
+    assert count_problem((exact, 1635640), 40) is not None
+    assert count_problem((exact + 80, exact), 40) is not None  # -icount with another shift, say
+
+
+def test_calibrate_asks_the_board_and_sends_again_on_a_nak(line):
+    harness = SerialHarness(line.host, "board", reply_s=0.5)
+    nak = proto.encode(proto.NAK, 0, struct.pack("<I", proto.NAK_CRC))
+    counts = proto.encode(proto.CALIBRATION, 0, proto.CALIBRATION_COUNTS.pack(40000, 40040))
+    thread = answer(line, [nak, counts])
+    assert harness.calibrate() == (40000, 40040)
+    assert harness.resent == 1
+    thread.join(5)

@@ -33,7 +33,7 @@ from typing import Any
 import jinja2
 
 from ..boards import Board, get_board, linker_context
-from ..errors import ToolError, UsageError
+from ..errors import CuvilError, ToolError, UsageError
 from ..runners.emulator import board_command
 from .image import FlashGeometry
 
@@ -277,3 +277,26 @@ class QemuBootloader:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m cuvil_sdk.flash.bootloader DIR`: build the bootloader into DIR and print its
+    ELF's path, the `-kernel` of the QEMU board's command (docs/farm.md); one line and the
+    error's exit code on failure."""
+    import argparse
+    import sys
+    parser = argparse.ArgumentParser(prog="python -m cuvil_sdk.flash.bootloader",
+                                     description="Build the cuvil QEMU bootloader and print its ELF's path.")
+    parser.add_argument("out_dir", type=Path, help="the folder to build it in (made if missing)")
+    parser.add_argument("--board", default=BOARD, help=f"the board whose [flash] table it follows ({BOARD})")
+    args = parser.parse_args(argv)
+    try:
+        print(build_bootloader(args.out_dir, args.board))
+    except CuvilError as exc:
+        print(f"cuvil-sdk: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..boards import Board
 from ..errors import CuvilError, TargetError, ToolError, UsageError
-from .serial_harness import SerialTarget, result_of, run_target, sample_payloads
+from .serial_harness import Conversation, SerialTarget, result_of, run_target, sample_payloads
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"  # labgrid's own default
 CONNECT_TIMEOUT_S = 20.0
@@ -149,9 +149,7 @@ class Shard:
     place: str
     first: int
     payloads: list[bytes]
-    counts: list[int] = field(default_factory=list)
-    raw: list[bytes] = field(default_factory=list)
-    resent: int = 0
+    conversation: Conversation = field(default_factory=lambda: Conversation([], [], 0))
     error: CuvilError | None = None
 
 
@@ -189,10 +187,18 @@ class FarmTarget:
         failed = [s.error for s in work if s.error is not None]
         if failed:
             raise failed[0]
-        result = result_of(board, info, [c for s in work for c in s.counts], [r for s in work for r in s.raw],
-                           sum(s.resent for s in work))
-        result["places"] = [{"place": s.place, "first_sample": s.first, "samples": len(s.payloads)} for s in work]
+        result = result_of(board, info, [s.conversation for s in work])
+        result["places"] = [place_entry(s) for s in work]
         return result
+
+
+def place_entry(shard: Shard) -> dict:
+    """Which samples a place ran; `count_check` where its counts were calibrated (SysTick):
+    "ok", or why they are not guest instructions."""
+    entry = {"place": shard.place, "first_sample": shard.first, "samples": len(shard.payloads)}
+    if shard.conversation.calibrated:
+        entry["count_check"] = shard.conversation.count_problem or "ok"
+    return entry
 
 
 def run_shards(board: Board, info: dict, work: list[Shard], targets: dict[str, SerialTarget],
@@ -201,8 +207,8 @@ def run_shards(board: Board, info: dict, work: list[Shard], targets: dict[str, S
     error is kept on it, so every other place still finishes and is released."""
     def one(shard: Shard) -> None:
         try:
-            shard.counts, shard.raw, shard.resent = run_target(board, info, shard.payloads, targets[shard.place],
-                                                               progress and len(work) == 1, shard.first)
+            shard.conversation = run_target(board, info, shard.payloads, targets[shard.place],
+                                            progress and len(work) == 1, shard.first)
         except CuvilError as exc:  # the harness's errors name the place already, flashing's do not
             named = str(exc) if str(exc).startswith(f"place '{shard.place}'") else f"place '{shard.place}': {exc}"
             shard.error = type(exc)(named)

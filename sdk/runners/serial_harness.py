@@ -10,6 +10,7 @@ away, a TargetError (exit 6) names the board and the sample. Every wait is bound
 from __future__ import annotations
 
 import struct
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,12 +125,26 @@ class SerialHarness:
 
     def exchange(self, sample: int, payload: bytes, answer_bytes: int) -> tuple[int, bytes]:
         """Send one INPUT; return (count, outputs) from the board's OUTPUT of that sample."""
+        answer = self.ask(proto.INPUT, sample, payload, proto.OUTPUT, 8 + answer_bytes, f"sample {sample}")
+        return struct.unpack_from("<Q", answer)[0], answer[8:]
+
+    def calibrate(self) -> tuple[int, int]:
+        """The board's counts of its two calibration stretches (CALIBRATE -> CALIBRATION)."""
+        answer = self.ask(proto.CALIBRATE, 0, b"", proto.CALIBRATION, proto.CALIBRATION_COUNTS.size, "calibration")
+        registers, device = proto.CALIBRATION_COUNTS.unpack(answer)
+        return registers, device
+
+    def ask(self, kind: int, sample: int, payload: bytes, answer_kind: int, answer_bytes: int,
+            what: str) -> bytes:
+        """Send a frame and return the payload of the board's `answer_kind` frame of that
+        sample index, sending it again (at most `retries` times) on a NAK, a corrupt or wrong
+        answer, or silence; `what` names it in the error."""
         wire_s = 10.0 * (len(payload) + answer_bytes + 32) / self.baud
         last = ""
         for attempt in range(1 + self.retries):
             if attempt:
                 self.resent += 1
-            self.send(proto.INPUT, sample, payload)
+            self.send(kind, sample, payload)
             deadline = time.monotonic() + self.reply_s + 4 * wire_s
             while True:
                 frame = self.receive(deadline, sample)
@@ -138,7 +153,7 @@ class SerialHarness:
                     if frame == "timeout":
                         break
                     continue  # a corrupt answer: its sample's own answer may still come; else timeout
-                if frame.sample != sample or frame.kind not in (proto.OUTPUT, proto.ERROR, proto.NAK):
+                if frame.sample != sample or frame.kind not in (answer_kind, proto.ERROR, proto.NAK):
                     continue  # a late answer to an earlier try
                 if frame.kind == proto.NAK:
                     reason = struct.unpack_from("<I", frame.payload)[0] if len(frame.payload) == 4 else 0
@@ -146,14 +161,13 @@ class SerialHarness:
                     break
                 if frame.kind == proto.ERROR:
                     raise TargetError(f"{self.where}: the model returned an error on sample {sample}")
-                if len(frame.payload) != 8 + answer_bytes:
-                    last = f"OUTPUT of {len(frame.payload)} bytes, expected {8 + answer_bytes}"
+                if len(frame.payload) != answer_bytes:
+                    last = f"{frame.name} of {len(frame.payload)} bytes, expected {answer_bytes}"
                     break
-                return struct.unpack_from("<Q", frame.payload)[0], frame.payload[8:]
+                return frame.payload
             if last == "corrupt frame":
                 self.buffer.clear()
-        raise TargetError(f"{self.where}: sample {sample}: no valid answer after {1 + self.retries} tries "
-                          f"(last: {last})")
+        raise TargetError(f"{self.where}: {what}: no valid answer after {1 + self.retries} tries (last: {last})")
 
     def reset(self) -> None:
         """Best effort: the board resets into its bootloader (where one waits)."""
@@ -162,6 +176,32 @@ class SerialHarness:
             self.link.flush()
         except (serial.SerialException, OSError):
             pass
+
+
+def count_problem(counts: tuple[int, int], tick: int) -> str | None:
+    """Why the board's SysTick counts are not guest instructions, judged from its calibration
+    stretches (serial_harness.c.j2): None when both counted CALIBRATION_INSTRUCTIONS within a
+    tick. One stretch alone could pass by chance on a host that happens to run one guest
+    instruction a nanosecond; the device reads make the second one's host time many times
+    the first's, so both cannot."""
+    expected = proto.CALIBRATION_INSTRUCTIONS
+    if all(abs(c - expected) <= tick for c in counts):
+        return None
+    return (f"SysTick does not count guest instructions there (a calibration stretch of {expected} instructions "
+            f"counted {counts[0]} and {counts[1]}): is QEMU running without -icount shift=0? Its counts are "
+            f"reported as unverified_counts_per_sample")
+
+
+@dataclass
+class Conversation:
+    """What one conversation with the harness gave: per sample its count and raw outputs, the
+    frames sent again, and `count_problem` (SysTick boards: why the counts are not guest
+    instructions, None when the calibration says they are)."""
+    counts: list[int]
+    outputs: list[bytes]
+    resent: int
+    count_problem: str | None = None
+    calibrated: bool = False
 
 
 def expected_info(info: dict, counter: str) -> proto.BoardInfo:
@@ -179,19 +219,28 @@ def sample_payloads(info: dict, samples: list[dict[str, np.ndarray]]) -> list[by
 
 def run_samples_on_link(link: serial.SerialBase, board: Board, info: dict, payloads: list[bytes], where: str,
                         baud: int, progress: bool, first: int = 0, reply_s: float = REPLY_BASE_S,
-                        reset: bool = True) -> tuple[list[int], list[bytes], int]:
+                        reset: bool = True) -> Conversation:
     """Counts and raw outputs of every payload (sample indices first, first+1, ...), and how
     many frames were sent again. `reply_s`: how long one try waits for its answer (plus the
     bytes' time on the wire). `reset`: at the end, also on error, the board resets into its
-    bootloader (RESET frame); without, the harness stays up for another conversation."""
+    bootloader (RESET frame); without, the harness stays up for another conversation.
+    SysTick boards are calibrated after HELLO: counts that are not guest instructions are
+    said at once on stderr and kept as `count_problem`."""
     harness = SerialHarness(link, where, baud, reply_s=reply_s)
-    want = expected_info(info, str(board.get("firmware.serial_counter", "systick")))
+    counter = str(board.get("firmware.serial_counter", "systick"))
+    want = expected_info(info, counter)
     got = harness.hello()
     if got != want:
         raise TargetError(f"{where}: the firmware there is not this build (it says {got}, this build is {want})")
     answer_bytes = sum(want.output_bytes)
     counts, outputs = [], []
+    problem = None
     try:
+        if counter == "systick":
+            problem = count_problem(harness.calibrate(), int(board.get("firmware.instructions_per_tick", 40)))
+            if problem:
+                problem = f"{where}: {problem}"
+                print(f"cuvil-sdk: warning: {problem}", file=sys.stderr)
         with Progress(f"{where}: sample", len(payloads), progress) as shown:
             for k, payload in enumerate(payloads):
                 count, raw = harness.exchange(first + k, payload, answer_bytes)
@@ -201,7 +250,7 @@ def run_samples_on_link(link: serial.SerialBase, board: Board, info: dict, paylo
     finally:
         if reset:
             harness.reset()
-    return counts, outputs, harness.resent
+    return Conversation(counts, outputs, harness.resent, problem, calibrated=counter == "systick")
 
 
 def open_link(port: str, baud: int, where: str) -> serial.SerialBase:
@@ -219,7 +268,7 @@ def flash_harness(board: Board, info: dict, target: SerialTarget) -> None:
 
 
 def run_target(board: Board, info: dict, payloads: list[bytes], target: SerialTarget, progress: bool,
-               first: int = 0) -> tuple[list[int], list[bytes], int]:
+               first: int = 0) -> Conversation:
     flash_harness(board, info, target)
     link = open_link(target.port, target.baud, target.name)
     try:
@@ -228,17 +277,36 @@ def run_target(board: Board, info: dict, payloads: list[bytes], target: SerialTa
         link.close()
 
 
-def result_of(board: Board, info: dict, counts: list[int], raw_samples: list[bytes], resent: int) -> dict:
-    """The runner result (as runners/firmware.run_on_qemu's): outputs per sample, and the counts
-    under `instructions` (QEMU: SysTick) or `cycles` (DWT on silicon)."""
+SYSTICK_NOTE = ("guest instructions under QEMU -icount shift=0 (SysTick x {tick}, checked by a calibration "
+                "stretch at HELLO); not cycles on silicon")
+UNVERIFIED_NOTE = ("not guest instructions: SysTick x {tick} on a QEMU whose SysTick failed the calibration "
+                   "(no -icount shift=0?), so they follow the host's clock and change from run to run")
+DWT_NOTE = "processor cycles (DWT CYCCNT) on the board"
+
+
+def result_of(board: Board, info: dict, conversations: list[Conversation]) -> dict:
+    """The runner result (as runners/firmware.run_on_qemu's) of conversations over consecutive
+    samples: outputs per sample, and the counts with their unit and source: `instructions`
+    (QEMU, SysTick, every board's calibration passed), `unverified_counts` (a board's failed:
+    never passed off as instructions) or `cycles` (DWT on silicon), each with its `_note`."""
+    counts = [c for conv in conversations for c in conv.counts]
+    raw_samples = [r for conv in conversations for r in conv.outputs]
     raw = split_outputs(b"".join(raw_samples), len(raw_samples), [t["size"] for t in info["outputs"]],
                         output_dtype(info))
-    kind = proto.COUNTERS[str(board.get("firmware.serial_counter", "systick"))]
-    return {"outputs": decode_outputs(info, raw, len(raw_samples)), proto.COUNT_NAMES[kind]: counts, "raw": raw,
-            "layer_instructions": None, "layers": None, "resent_frames": resent}
+    result = {"outputs": decode_outputs(info, raw, len(raw_samples)), "raw": raw, "layer_instructions": None,
+              "layers": None, "resent_frames": sum(conv.resent for conv in conversations)}
+    tick = int(board.get("firmware.instructions_per_tick", 40))
+    problems = [conv.count_problem for conv in conversations if conv.count_problem]
+    if proto.COUNTERS[str(board.get("firmware.serial_counter", "systick"))] == proto.COUNT_CYCLES:
+        result.update({"cycles": counts, "cycles_note": DWT_NOTE})
+    elif problems:
+        result.update({"unverified_counts": counts, "unverified_counts_note": UNVERIFIED_NOTE.format(tick=tick),
+                       "warnings": problems})
+    else:
+        result.update({"instructions": counts, "instructions_note": SYSTICK_NOTE.format(tick=tick)})
+    return result
 
 
 def run_on_serial(board: Board, info: dict, samples: list[dict[str, np.ndarray]], target: SerialTarget,
                   progress: bool) -> dict:
-    counts, raw, resent = run_target(board, info, sample_payloads(info, samples), target, progress)
-    return result_of(board, info, counts, raw, resent)
+    return result_of(board, info, [run_target(board, info, sample_payloads(info, samples), target, progress)])

@@ -29,6 +29,11 @@ Frames:
     ERROR  board -> host   u32 reason (ERROR_*): the model itself failed on that sample
     RESET  host -> board   no answer: the board resets itself (SYSRESETREQ), back into
                            its bootloader where one waits (BOOT0 high on an STM32)
+    CALIBRATE   host -> board  empty; SysTick boards only (QEMU): the board answers CALIBRATION
+    CALIBRATION board -> host  u64 count of CALIBRATION_ITERATIONS x 4 instructions on
+                           registers, u64 count of as many instructions that read a device
+                           register: under -icount shift=0 both are CALIBRATION_INSTRUCTIONS
+                           (within a tick); the host checks it (serial_harness.count_problem)
 """
 from __future__ import annotations
 
@@ -37,13 +42,13 @@ import zlib
 from dataclasses import dataclass
 
 MAGIC = b"CV"
-VERSION = 1
+VERSION = 2  # 2: CALIBRATE / CALIBRATION
 HEADER = struct.Struct("<2sBBII")  # magic, version, type, sample, length
 CRC = struct.Struct("<I")
 
-HELLO, INFO, INPUT, OUTPUT, NAK, ERROR, RESET = 1, 2, 3, 4, 5, 6, 7
+HELLO, INFO, INPUT, OUTPUT, NAK, ERROR, RESET, CALIBRATE, CALIBRATION = 1, 2, 3, 4, 5, 6, 7, 8, 9
 FRAME_NAMES = {HELLO: "HELLO", INFO: "INFO", INPUT: "INPUT", OUTPUT: "OUTPUT", NAK: "NAK", ERROR: "ERROR",
-               RESET: "RESET"}
+               RESET: "RESET", CALIBRATE: "CALIBRATE", CALIBRATION: "CALIBRATION"}
 
 NAK_CRC, NAK_VERSION, NAK_TYPE, NAK_LENGTH = 1, 2, 3, 4
 NAK_NAMES = {NAK_CRC: "CRC mismatch", NAK_VERSION: "protocol version", NAK_TYPE: "unexpected frame type",
@@ -54,6 +59,14 @@ COUNT_INSTRUCTIONS, COUNT_CYCLES = 0, 1
 COUNT_NAMES = {COUNT_INSTRUCTIONS: "instructions", COUNT_CYCLES: "cycles"}
 # board file key firmware.serial_counter -> what the firmware counts
 COUNTERS = {"systick": COUNT_INSTRUCTIONS, "dwt": COUNT_CYCLES}
+
+# The calibration stretches (serial_harness.c.j2): loops of 4 guest instructions an iteration,
+# 1000 SysTick ticks long. Measured under -icount shift=0: 40000 and 40000, every time (the
+# measurement's own instructions stay within the tick); without -icount, 13560-56400 on
+# registers and 1.6-1.8 M with the device read, on a host that is neither fast nor idle.
+CALIBRATION_ITERATIONS = 10000
+CALIBRATION_INSTRUCTIONS = 4 * CALIBRATION_ITERATIONS
+CALIBRATION_COUNTS = struct.Struct("<QQ")  # registers-only stretch, device-read stretch
 
 CRC_POLY = 0xEDB88320  # reflected CRC-32 (IEEE 802.3), initial and final value 0xFFFFFFFF, as zlib
 
@@ -123,4 +136,5 @@ def c_context(counter: str) -> dict:
         "crc_table": [f"0x{v:08X}u" for v in table],
         "types": {name: code for code, name in FRAME_NAMES.items()},
         "nak": {"CRC": NAK_CRC, "VERSION": NAK_VERSION, "TYPE": NAK_TYPE, "LENGTH": NAK_LENGTH},
-        "error_model": ERROR_MODEL, "counter": counter, "count_kind": COUNTERS[counter]}}
+        "error_model": ERROR_MODEL, "counter": counter, "count_kind": COUNTERS[counter],
+        "calibration_iterations": CALIBRATION_ITERATIONS}}
