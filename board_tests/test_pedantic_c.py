@@ -137,13 +137,15 @@ def check_sources(src: Path, board: Board, deps: Path) -> Compiled:
     sources = sorted(src.glob("*.c"))
     assert sources, f"no C sources in {src}"
     runs = compile_all(sources, board, includes, deps)
-    # a set's shared helper header is copied with any of its kernels; one that none of this
-    # model's kernels includes is compiled on its own, after the common header it relies on
+    # a set's shared helper headers are copied with any of its kernels; one that none of this
+    # model's kernels includes is compiled on its own, after the common headers it relies on
     unread = sorted(p for p in src.rglob("*.h") if p.resolve() not in files_read(deps))
+    commons = ["cuvil_common.h", *(f"kernels/{p.name}" for p in sorted((src / "kernels").glob("cuvil_*_common.h")))]
     wrappers = []
     for header in unread:
         wrapper = deps / f"{header.stem}_alone.c"
-        wrapper.write_text(f'#include "cuvil_common.h"\n#include "{header.relative_to(src).as_posix()}"\n')
+        lines = [*commons, header.relative_to(src).as_posix()]
+        wrapper.write_text("".join(f'#include "{line}"\n' for line in dict.fromkeys(lines)))
         wrappers.append(wrapper)
     if wrappers:
         for std, more in compile_all(wrappers, board, includes, deps).items():
@@ -184,9 +186,10 @@ def test_every_generated_header_is_compiled(compiled, config):
 
 
 def test_fp16_type_only_in_fp16_builds(compiled):
-    """`_Float16` is not ISO C: an int8 or fp32 build's common header does not name it, an fp16
-    build's (aarch64: ACLE's __fp16) defines cuvil_f16."""
+    """`_Float16` is not ISO C: an int8 or fp32 build's common header names neither it nor
+    cuvil_f16; an fp16 build's defines cuvil_f16 (aarch64: ACLE's __fp16)."""
     for config in CONFIGS:
         common = (compiled(config).src / "cuvil_common.h").read_text()
-        assert ("cuvil_f16" in common) == (config.precision == "fp16"), config.key
-        assert "_Float16" not in common, config.key
+        half = config.precision == "fp16"
+        assert ("typedef __fp16 cuvil_f16;" in common) == half, config.key
+        assert ("_Float16" in common) == half, config.key
