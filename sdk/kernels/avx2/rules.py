@@ -32,6 +32,10 @@ from ..simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, panel_elements, shared_r
 X16_MAX = PANEL_MAX_BYTES // 2  # fc: the most inputs converted to int16 on the stack
 SET = "avx2"
 DW_BAND = 4  # depthwise: output rows per panel band the channel tile is sized for
+# fc_s8_avx2's input row on the stack holds at least one 32-byte vector: the row conversions
+# (cuvil_avx2_widen_s8, cuvil_avx2_flip_s8) have vector loops GCC cannot prove unentered for a
+# shorter array (-Warray-bounds at -O2), though k <= kp never enters them
+FC_ROW_MIN = 32
 
 
 def conv_s8(c: KernelCall, node, g, options) -> Answer:
@@ -140,7 +144,8 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
         bias=Weight("bias", padded(bias.astype(np.int32), np8), "int32_t"),
         bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, w, a["zx"]), np8), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], None, mode == 1), "int64_t"),
-        kp=kp, fast=mode, threads=threads_for(options, a["rows"] * n * k)).with_stack(x=kp)  # one input row
+        kp=kp, fast=mode, threads=threads_for(options, a["rows"] * n * k)).with_stack(x=max(kp, FC_ROW_MIN))
+
 
 
 @register_kernel_set
