@@ -2,7 +2,7 @@
 
 1. Every source `compile` writes (model .c/.h, weights, every kernel header it copies) for
    cortex-m7, host and rpi5 (and the portable set alone: cortex-m7-portable, host-portable) compiles
-   with -Wall -Wextra -Werror and only the board's machine flags (-mcpu/-mfpu/-mthumb/-mfloat-abi,
+   with -Wall -Wextra -Wpedantic -Werror and only the board's machine flags (-mcpu/-mfpu/-mthumb/-mfloat-abi,
    -mavx2 -mfma), with the board's own compilers (C and C++ driver of its toolchain), at every
    optimisation level, with and without a frame pointer, as C99/C11 and as C++11/14/17.
    Each compiler invocation is one test: its id names board, precision, model, standard and flags.
@@ -59,7 +59,7 @@ OTHER_MODELS = ("ad_fp32", "resnet8_qdq")
 OPT_LEVELS = ("-O0", "-Og", "-Os", "-O2", "-O3")
 FRAME_POINTER = "-fno-omit-frame-pointer"
 STDS = ("c99", "c++11", "c11", "c++14", "c++17")
-WARNINGS = ("-Wall", "-Wextra", "-Werror")
+WARNINGS = ("-Wall", "-Wextra", "-Wpedantic", "-Werror")  # ISO C and C++ (test_pedantic_c.py: more models)
 CALIB_SAMPLES = 2  # the scales do not matter here, only the code
 
 

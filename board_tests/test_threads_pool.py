@@ -24,14 +24,21 @@ from pathlib import Path
 import pytest
 
 from cuvil_sdk.boards import get_board
+from cuvil_sdk.codegen.emit import common_header
 from tools import missing_tools
 
 HERE = Path(__file__).resolve().parent
 CHECK = HERE / "fixtures" / "threads_pool" / "pool_check.c"
-COMMON = HERE.parent / "sdk" / "templates" / "common"
+COMMON = HERE.parent / "sdk" / "templates" / "common"  # cuvil_pool.h
 THREADS = 3
 MODES = {"host": ["pool", "concurrent", "nested", "fork"], "rpi5": ["pool", "concurrent", "nested"]}
 NO_THREADS_DEFINE = "-DCUVIL_THREAD_STACK_BYTES=((size_t)1<<50)"  # no mmap that large: pthread_create fails
+
+
+def common_folder(folder: Path) -> Path:
+    """A folder holding cuvil_common.h as a generated project has it (a template in COMMON)."""
+    (folder / "cuvil_common.h").write_text(common_header(half=False))
+    return folder
 
 
 def build(board_name: str, folder: Path, *defines: str) -> list[str]:
@@ -40,8 +47,8 @@ def build(board_name: str, folder: Path, *defines: str) -> list[str]:
     cc = board.get("toolchain.cc")
     assert not missing_tools([cc, *(board.get("run.command") or [])[:1]]), f"{board_name}: a tool is missing"
     exe = folder / f"pool_check_{board_name}"
-    cmd = [cc, *board.get("toolchain.cflags"), f"-DCUVIL_THREADS={THREADS}", *defines, f"-I{COMMON}", str(CHECK),
-           "-o", str(exe), "-pthread"]
+    cmd = [cc, *board.get("toolchain.cflags"), f"-DCUVIL_THREADS={THREADS}", *defines, f"-I{common_folder(folder)}",
+           f"-I{COMMON}", str(CHECK), "-o", str(exe), "-pthread"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return [str(exe) if part == "{exe}" else part for part in board.get("run.command") or ["{exe}"]]
@@ -70,6 +77,7 @@ def test_pool_falls_back_to_the_caller(board, tmp_path):
 def test_pool_header_compiles_as_cxx(tmp_path):
     unit = tmp_path / "unit.cpp"
     unit.write_text(f"#define CUVIL_THREADS {THREADS}\n#include \"cuvil_common.h\"\n")
-    done = subprocess.run(["g++", "-std=c++11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{COMMON}", "-c", str(unit),
+    done = subprocess.run(["g++", "-std=c++11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{common_folder(tmp_path)}",
+                           f"-I{COMMON}", "-c", str(unit),
                            "-o", str(tmp_path / "unit.o")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

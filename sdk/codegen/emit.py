@@ -16,7 +16,7 @@ from ..planner import ArenaPlan
 from .cuda import generate_cuda
 from .kernel_files import environment, kernel_source
 from .lowering import CTYPES, Lowered, c_float, lower_graph
-from .sanitize import c_identifier, c_string_literal
+from .sanitize import c_char_codes, c_identifier
 from .weights_blob import Blob, layout, write_blob
 
 ARENA_ALIGN = 16
@@ -64,6 +64,11 @@ def manifest(g: Graph, prefix: str, board: Board, precision: str, plan: ArenaPla
             "outputs": [{k: v for k, v in e.items() if k not in strip} for e in outputs]}
 
 
+def common_header(half: bool) -> str:
+    """cuvil_common.h: the fp16 type only in fp16 builds (it is not ISO C99 or C++11: -Wpedantic)."""
+    return environment().get_template("common/cuvil_common.h.j2").render(half=half)
+
+
 def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, name: str, out_dir: Path) -> BuildInfo:
     prefix = c_identifier(name)
     precision, debug_dump = options.precision, options.debug_dump
@@ -86,7 +91,8 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
         "half": precision == "fp16",
         "arena_bytes": max(plan.size, ARENA_ALIGN), "arena_align": ARENA_ALIGN, "inputs": inputs, "outputs": outputs,
         "calls": lowered.calls, "kernel_headers": sorted(set(lowered.kernel_files.values())),
-        "manifest_literal": c_string_literal(info),
+        "stack_arrays": sorted(lowered.stack_arrays.items()),
+        "manifest_codes": c_char_codes(info),
         "threads": options.threads,
         "isa_variants": list(board.get("isa_variants", [])),  # x86-64: the kernel variants chosen at load time
         **weights,
@@ -96,7 +102,7 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
                              ("common/weights.h.j2", f"{prefix}_weights.h"),
                              ("common/weights.c.j2", f"{prefix}_weights.c")):
         (src / target).write_text(env.get_template(template).render(context))
-    shutil.copy(TEMPLATES / "common" / "cuvil_common.h", src / "cuvil_common.h")
+    (src / "cuvil_common.h").write_text(common_header(context["half"]))
     if options.threads > 1:  # cuvil_common.h includes it under CUVIL_THREADS
         shutil.copy(TEMPLATES / "common" / "cuvil_pool.h", src / "cuvil_pool.h")
     for header in context["kernel_headers"]:

@@ -47,6 +47,14 @@ class Lowered:
     layers: list[dict] = field(default_factory=list)
     fallbacks: list["Fallback"] = field(default_factory=list)
     plugin_kernels: list[dict] = field(default_factory=list)  # layers whose kernel a plugin provides
+    # the kernels' stack arrays, "<KERNEL>_<ARRAY>" -> elements: the most any call of the model
+    # needs (KernelCall.stack); the model's .c defines them before including the kernels
+    stack_arrays: dict[str, int] = field(default_factory=dict)
+
+    def add_stack(self, c: KernelCall) -> None:
+        for array, elements in c.stack.items():
+            key = f"{c.kernel}_{array}".upper()
+            self.stack_arrays[key] = max(self.stack_arrays.get(key, 0), elements)
 
 
 def c_float(value: float) -> str:
@@ -144,6 +152,7 @@ def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: Code
                 out.plugin_kernels.append({"layer": node.name, "op": node.op, "kernel_set": c.decl.kernel_set,
                                            "kernel": c.kernel, "plugin": provider})
             out.kernel_files.setdefault(c.kernel, f"{c.decl.kernel_set}/{c.kernel}.h")
+            out.add_stack(c)
             rendered = [render_arg(c, p, g, plan, out, namer, f"{prefix}_l{index}") for p in c.decl.params]
             out.calls.append(Call(c.kernel, rendered, index, ends_layer=False))
         out.calls[-1].ends_layer = True

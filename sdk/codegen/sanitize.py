@@ -1,4 +1,4 @@
-"""The one way model strings reach C: identifiers and string literals made safe here."""
+"""The one way model strings reach C: identifiers made safe here, text as character codes."""
 from __future__ import annotations
 
 import hashlib
@@ -40,15 +40,10 @@ class Namer:
         return name
 
 
-def c_string_literal(value: object) -> list[str]:
-    """A JSON document as C string-literal pieces: ASCII only, quotes, backslashes and
-    question marks (trigraphs) escaped."""
-    text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
-    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("?", "\\?")
-    pieces = [text[i:i + 100] for i in range(0, len(text), 100)] or [""]
-    # never split an escape sequence across pieces
-    for i in range(len(pieces) - 1):
-        while pieces[i].endswith("\\") and (len(pieces[i]) - len(pieces[i].rstrip("\\"))) % 2 == 1:
-            pieces[i + 1] = pieces[i][-1] + pieces[i + 1]
-            pieces[i] = pieces[i][:-1]
-    return [f'"{p}"' for p in pieces]
+def c_char_codes(value: object, per_line: int = 24) -> list[str]:
+    """A JSON document (ASCII only) as the lines of a C char array's initialiser: its character
+    codes, then the terminating 0. Not a string literal: ISO C99 compilers need take literals of
+    only 4095 characters (-Wpedantic: -Woverlength-strings), and a model's manifest is longer."""
+    codes = [str(b) for b in json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")] + ["0"]
+    return [", ".join(codes[i:i + per_line]) + ("," if i + per_line < len(codes) else "")
+            for i in range(0, len(codes), per_line)]

@@ -22,7 +22,7 @@ trailing underscore (`in_=...`).
 from __future__ import annotations
 
 import keyword
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import numpy as np
@@ -161,6 +161,14 @@ class KernelCall:
     # set by a rule that picks among a kernel's variants (tile shape, loop order, weight
     # layout), e.g. "4x2 w8": the report and the per-layer profile name it beside the kernel
     variant: str = ""
+    # set by a rule whose kernel keeps arrays on the stack (a SIMD panel of input rows): the
+    # elements each array needs for this call, by name. ISO C99 and C++ have no variable-length
+    # arrays, so the model sizes each one for the largest of its calls (Lowered.stack_arrays).
+    stack: dict[str, int] = field(default_factory=dict)
+
+    def with_stack(self, **elements: int) -> "KernelCall":
+        self.stack = {name: int(n) for name, n in elements.items()}
+        return self
 
     @property
     def kernel(self) -> str:

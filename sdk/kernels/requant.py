@@ -8,7 +8,7 @@ that r ~= M / 2^S. At run time, in 64-bit integer arithmetic:
 
 then the output zero point is added and the result clamped to the activation range.
 |acc| < 2^31 and M < 2^31 keep the product within int64. This single rounding is what
-`requant` in sdk/templates/common/cuvil_common.h implements, and every SIMD or CUDA
+`requant` in sdk/templates/common/cuvil_common.h.j2 implements, and every SIMD or CUDA
 kernel must reproduce it exactly.
 
 Float <-> int8 at the model boundary, in float32 arithmetic (IEEE, no contraction):

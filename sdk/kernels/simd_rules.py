@@ -20,6 +20,12 @@ def round_up(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple
 
 
+def panel_elements(band: int, sh: int, span: int, rowlen: int) -> int:
+    """The elements of a convolution's stack panel: the (band - 1) * sh + span input rows a
+    band of output rows reads, rowlen each (KernelCall.stack: sized by the compiler)."""
+    return ((band - 1) * sh + span) * rowlen
+
+
 def merged_axes(dims: list[int], sa: list[int], sb: list[int]) -> tuple[list[int], list[int], list[int]]:
     """The 4-D broadcast loop's axes with each axis merged into the one inside it where that is
     contiguous in both inputs (stride = inner stride * inner size; an axis broadcast on one side
@@ -78,16 +84,19 @@ def float_conv(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> 
             return Declined(PANEL_TOO_WIDE)
         return kernel(kernel_set, f"dwconv2d_{variant}_{kernel_set}")(
             **common, w=Weight("w", packed.reshape(-1).astype(dtype), ctype),
-            bias=Weight("bias", padded(bias, cp), "float"), band=band)
+            bias=Weight("bias", padded(bias, cp), "float"), band=band).with_stack(
+            panel=panel_elements(band, a["sh"], kh, cols * cp), taps=kh * kw)
     rows, kr = conv_tap_rows(w, 1)  # [oc][kh][kw * c]
     blocks = channel_blocks(oc, 16, 8)
     packed = conv_panels(rows, blocks, 1)  # [ky][tap][channel]
-    band = panel_band(a["oh"], a["sh"], kh, round_up(cols * ch, lanes) * itemsize)
+    rowlen = round_up(cols * ch, lanes)  # the kernel's panel row: whole vectors
+    band = panel_band(a["oh"], a["sh"], kh, rowlen * itemsize)
     if band == 0:
         return Declined(PANEL_TOO_WIDE)
     return kernel(kernel_set, f"conv2d_{variant}_{kernel_set}")(
         **common, oc=oc, w=Weight("w", packed.astype(dtype), ctype),
-        bias=Weight("bias", padded(bias, sum(width for _, width in blocks)), "float"), band=band)
+        bias=Weight("bias", padded(bias, sum(width for _, width in blocks)), "float"), band=band).with_stack(
+        panel=panel_elements(band, a["sh"], kh, rowlen))
 
 
 def float_fc(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> Answer:

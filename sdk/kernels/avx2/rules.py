@@ -27,11 +27,15 @@ from ..kernel_sets import Answer, KernelSet, register_kernel_set
 from ..simd_layout import (PANEL_MAX_BYTES, channel_blocks, channel_tile, conv_panels, conv_tap_rows,
                            dense_conv_weights, fc_panels, int8_constants, padded, panel_band, pick, requant_mode,
                            requant_table_avx2, threads_for)
-from ..simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, shared_rules
+from ..simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, panel_elements, shared_rules
 
 X16_MAX = PANEL_MAX_BYTES // 2  # fc: the most inputs converted to int16 on the stack
 SET = "avx2"
 DW_BAND = 4  # depthwise: output rows per panel band the channel tile is sized for
+# fc_s8_avx2's input row on the stack holds at least one 32-byte vector: the row conversions
+# (cuvil_avx2_widen_s8, cuvil_avx2_flip_s8) have vector loops GCC cannot prove unentered for a
+# shorter array (-Warray-bounds at -O2), though k <= kp never enters them
+FC_ROW_MIN = 32
 
 
 def conv_s8(c: KernelCall, node, g, options) -> Answer:
@@ -61,7 +65,8 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
         bias=Weight("bias", padded(bias.astype(np.int32), ocp), "int32_t"),
         bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, rows.reshape(oc, -1), a["zx"]), ocp), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], lanes_for(oc, ocp), mode == 1), "int64_t"),
-        kr=kr, band=band, fast=mode, threads=threads_for(options, macs))
+        kr=kr, band=band, fast=mode, threads=threads_for(options, macs)).with_stack(
+        panel=panel_elements(band, a["sh"], kh, rowlen))  # int16 (avx2) or uint8 (VNNI) elements
 
 
 def vnni_bias(bias: np.ndarray, w: np.ndarray, zx: int) -> np.ndarray:
@@ -106,7 +111,21 @@ def depthwise_s8(a: dict, w, bias, mult, shift, mode: int, options) -> Answer:
         bias=Weight("bias", padded(bias.astype(np.int32), ocp), "int32_t"),
         bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, w.reshape(oc, -1), a["zx"]), ocp), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], lanes_for(oc, ocp), mode == 1), "int64_t"),
-        band=band, fast=mode, threads=threads_for(options, macs))
+        band=band, fast=mode, threads=threads_for(options, macs)).with_stack(**depthwise_stack(a, ct, band, span))
+
+
+def depthwise_stack(a: dict, ct: int, band: int, span: int) -> dict[str, int]:
+    """dwconv2d_s8_avx2's stack arrays: the int16 column-pair panel and its input row (avx2),
+    the byte quad panel and row (VNNI variants, whose quads start at qcols columns), and the
+    taps' weights and offsets (kh * kwp column pairs; the quads are fewer)."""
+    kw, sw, dw = a["kw"], a["sw"], a["dw"]
+    kwp = (kw + 1) // 2
+    kwq = (kwp + 1) // 2
+    cols = (a["ow"] - 1) * sw + (kw - 1) * dw + 1
+    qcols = (a["ow"] - 1) * sw + 4 * (kwq - 1) * dw + 1
+    return {"panel": panel_elements(band, a["sh"], span, cols * ct * 2), "row": (cols + dw) * ct,
+            "panel_u8": panel_elements(band, a["sh"], span, qcols * ct * 4), "row_u8": (qcols + 3 * dw) * ct,
+            "taps": a["kh"] * kwp}
 
 
 def fc_s8(c: KernelCall, node, g, options) -> Answer:
@@ -125,7 +144,8 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
         bias=Weight("bias", padded(bias.astype(np.int32), np8), "int32_t"),
         bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, w, a["zx"]), np8), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], None, mode == 1), "int64_t"),
-        kp=kp, fast=mode, threads=threads_for(options, a["rows"] * n * k))
+        kp=kp, fast=mode, threads=threads_for(options, a["rows"] * n * k)).with_stack(x=max(kp, FC_ROW_MIN))
+
 
 
 @register_kernel_set

@@ -22,7 +22,7 @@ from ..kernel_sets import Answer, KernelSet, register_kernel_set
 from ..simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, acc_bounds, channel_blocks, channel_tile, conv_panels,
                            conv_tap_rows, dense_conv_weights, fc_panels, int8_constants, padded, panel_band, pick,
                            requant_table_neon, threads_for, zero_point_bias)
-from ..simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, half_rules, shared_rules
+from ..simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, half_rules, panel_elements, shared_rules
 
 FC_K_MAX = PANEL_MAX_BYTES  # fc: the most inputs copied to the stack
 SET = "neon"
@@ -67,7 +67,8 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
         **{**pick(a, "in out oc zx zy lo hi " + CONV_GEOMETRY), "kh": kh, "kw": kw},
         w=Weight("w8", packed.astype(np.int8), "int8_t"),
         bias=Weight("bias_zx", padded(bias_zx, ocp), "int32_t"), **requant_args(w, bias, mult, shift, ocp),
-        kq=kr // 4, band=band, threads=threads_for(options, macs))
+        kq=kr // 4, band=band, threads=threads_for(options, macs)).with_stack(
+        panel=panel_elements(band, a["sh"], kh, rowlen))
 
 
 def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
@@ -90,7 +91,8 @@ def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
         **pick(a, "in out oc zx zy lo hi dh dw " + CONV_GEOMETRY), dm=oc // a["c"], ct=ct,
         w=Weight("w16", packed.reshape(-1).astype(np.int16), "int16_t"),
         bias=Weight("bias", padded(bias.astype(np.int32), ocp), "int32_t"), **requant_args(w, bias, mult, shift, ocp),
-        band=band, threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * taps))
+        band=band, threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * taps)).with_stack(
+        panel=panel_elements(band, a["sh"], span, cols * ct), taps=taps)
 
 
 def fc_s8(c: KernelCall, node, g, options) -> Answer:
@@ -107,7 +109,7 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
     return kernel(SET, "fc_s8_neon")(
         **pick(a, "in out rows k n zy lo hi"), w=Weight("w8", packed.astype(np.int8), "int8_t"),
         bias=Weight("bias_zx", padded(bias_zx, np4), "int32_t"), **requant_args(w, bias, mult, shift, np4), kp=kp,
-        threads=threads_for(options, a["rows"] * n * k))
+        threads=threads_for(options, a["rows"] * n * k)).with_stack(x=kp)  # one input row
 
 
 @register_kernel_set

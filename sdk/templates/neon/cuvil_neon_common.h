@@ -199,7 +199,7 @@ static inline void cuvil_neon_panel_f32(float *panel, int rows, int rowlen, int 
     cuvil_neon_panel_any(panel, sizeof *panel, rows, rowlen, cols, cstride, img, h, wd, c, iy0, pl);
 }
 
-#if defined(__ARM_FEATURE_FP16_VECTOR_ARITHMETIC)
+#if defined(__ARM_FEATURE_FP16_VECTOR_ARITHMETIC) && defined(CUVIL_F16) /* an fp16 build (cuvil_common.h) */
 /* fp16 kernels (FEAT_FP16: -mcpu=cortex-a76, cortex-a78ae). Products are summed in fp16 (FMLA on
  * 8 half lanes) over blocks of at most CUVIL_NEON_F16_BLOCK taps or inputs, and the blocks in
  * float32: a whole dot product in fp16 rounds every partial sum to 11 bits. Measured on
