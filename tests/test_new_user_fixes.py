@@ -288,3 +288,13 @@ def test_a_multi_model_linux_project_prints_the_models_the_readme_describes(file
     assert '`build --json` then prints `{"models": [...]}`, one object per model' in readme
     assert "cuvil-build/<model>-<board>-<profile>/" in readme
     assert os.path.sep not in models[0]["name"]
+
+
+# --- a model name that is a standard header's: no shadowed <string.h> ---------------------
+@pytest.mark.parametrize("board,name", [("cortex-m7", "string"), ("host", "math")])
+def test_a_model_named_like_a_standard_header_builds(files, tmp_path, board, name):
+    r = cli(tmp_path, "build", "--board", board, "--profile", "lite", "--model", DIGITS, "--calib", files / "cal.npy",
+            "--name", name, "-o", tmp_path / "b", "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["name"] == f"m_{name}" and not (tmp_path / "b" / "src" / f"{name}.h").exists()

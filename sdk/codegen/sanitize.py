@@ -10,16 +10,26 @@ C_KEYWORDS = {
     "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
     "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "main",
 }
+# Header names a generated <name>.h would shadow: the project's src/ comes first on the include
+# path (-Isrc), so a model named "string" would replace <string.h> for every file of the build.
+HEADER_NAMES = {
+    "assert", "complex", "ctype", "errno", "fenv", "float", "inttypes", "iso646", "limits", "locale", "math",
+    "setjmp", "signal", "stdalign", "stdarg", "stdatomic", "stdbool", "stddef", "stdint", "stdio", "stdlib",
+    "stdnoreturn", "string", "tgmath", "threads", "time", "uchar", "wchar", "wctype", "cpuid", "dlfcn", "fcntl",
+    "pthread", "sched", "unistd", "immintrin", "arm_neon", "arm_acle", "arm_mve", "arm_fp16", "cuda_fp16",
+    "cuvil_common", "harness",
+}
 MAX_LEN = 40
 
 
 def c_identifier(text: str) -> str:
-    """A valid, lower-case C identifier derived from any string (never empty, no keyword)."""
+    """A valid, lower-case C identifier derived from any string (never empty, no keyword, no
+    name of a header it would shadow as a file name)."""
     ident = re.sub(r"[^0-9a-zA-Z_]+", "_", text).strip("_").lower()
     ident = re.sub(r"_+", "_", ident)
     if len(ident) > MAX_LEN:
         ident = ident[:MAX_LEN - 9] + "_" + hashlib.sha1(text.encode()).hexdigest()[:8]
-    if not ident or ident[0].isdigit() or ident in C_KEYWORDS:
+    if not ident or ident[0].isdigit() or ident in C_KEYWORDS or ident in HEADER_NAMES:
         ident = "m_" + ident
     return ident
 
