@@ -390,7 +390,7 @@ def quiet_broken_pipe() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .entry import Terminated, install_handlers, interrupted_exit
+    from .interrupts import Terminated, install_handlers, interrupted_exit
     as_json = wants_json(argv)
     install_handlers()
     try:
