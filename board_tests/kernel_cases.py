@@ -1168,6 +1168,21 @@ def dsp_add_bcast_both(b, x):
     return b.op("Add", x)
 
 
+@case((1, 3, 5, 7), (1, 3, 5, 7), ranges=((-0.02, 0.05), (-40.0, 25.0)))
+def dsp_add_scales_tail(b, x):
+    """same-shape add of 105 elements (26 words through the SMLAW loop, a tail of 1) whose input
+    scales differ by 1000x, clipped to [-1, 6] (both clamp bounds inside int8)"""
+    return b.clip(b.op("Add", x), -1.0, 6.0)
+
+
+@case((1, 8, 6, 6), (1, 8, 6, 6), ranges=((0.0, 6.0), (-3.0, 3.0)))
+def dsp_add_residual_in_place(b, x):
+    """a residual block's add whose conv operand dies there: the output written over it (in
+    place), relu after; the other operand stays live for a second use"""
+    y = b.op("Relu", [b.op("Add", [b.conv(x[0], 8, 8, (3, 3), pads=[1, 1, 1, 1]), x[1]])])
+    return b.op("Add", [y, b.op("Relu", [x[1]])])
+
+
 @case((1, 4, 1, 300))
 def dsp_avgpool_row_300(b, x):
     """one window row of 300 taps: the int16 lanes are flushed inside the row"""
