@@ -370,8 +370,12 @@ def add_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     c0 = (1 << (shift - 1)) - za * ma - zb * mb
     geometry = {**{f"d{i}": d for i, d in enumerate(dims)}, **{f"sa{i}": s for i, s in enumerate(sa)},
                 **{f"sb{i}": s for i, s in enumerate(sb)}}
-    return kernel(SET, "add_s8_dsp")(**pick(a, "a b out ma mb shift zy"), **geometry, c0=wrap32(c0),
+    call = kernel(SET, "add_s8_dsp")(**pick(a, "a b out ma mb shift zy"), **geometry, c0=wrap32(c0),
                                      lo4=bytes4(int(a["lo"])), hi4=bytes4(int(a["hi"])))
+    # the word loop (SMLAW, 4 outputs per 35 instructions) takes runs where both operands are
+    # contiguous; a broadcast operand in the innermost run leaves it to the C loop
+    call.variant = "words" if sa[3] == sb[3] == 1 and dims[3] >= 4 and shift >= 2 else "scalar"
+    return call
 
 
 def softmax_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
