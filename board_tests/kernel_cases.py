@@ -1100,6 +1100,43 @@ def dsp_fc_k2100(b, x):
     return b.gemm(x[0], 2100, 7)
 
 
+@case((1, 8))
+def dsp_fc_k8_n130(b, x):
+    """FC 8 -> 130 (the autoencoder's bottleneck widened): K'/8 = 1 (the K16 loop entered half
+    way and left at once), 32 quads in assembly and a partial quad of 2 through the same block"""
+    return b.op("Relu", [b.gemm(x[0], 8, 130)])
+
+
+@case((1, 21))
+def dsp_fc_k21_n6(b, x):
+    """K = 21 (a tail of 1, K' = 24: K'/8 = 3, odd), a full quad and a partial one of 2"""
+    return b.gemm(x[0], 21, 6)
+
+
+@case((1, 256))
+def dsp_fc_k256_n2(b, x):
+    """the VWW head (256 -> 2): no full quad, the partial quad alone through the assembly"""
+    return b.gemm(x[0], 256, 2)
+
+
+@case((1, 64))
+def dsp_fc_k64_n10(b, x):
+    """the ResNet-8 head (64 -> 10): two quads and a partial one of 2"""
+    return b.gemm(x[0], 64, 10)
+
+
+@case((1, 1000), ranges=((0.0, 2.55),))
+def dsp_fc_wide_acc(b, x):
+    """FC 1000 -> 7 at the accumulator's edge: x - zx up to 255 (zero point -128), weights of
+    +/-100..127 mostly of one sign: the sums reach 3e7, the int8 pairs' T = 256 A + B wraps
+    int32 many times (recovered modulo 2^32); K'/8 = 125 (odd), a quad and a partial one of 3"""
+    codes = b.rng.integers(100, 128, (7, 1000)) * np.where(b.rng.random((7, 1000)) < 0.9, 1, -1)
+    codes[1] *= -1  # one output of the other sign (the B of the first pair)
+    w = b.qconst(codes.astype(np.int8), 0.001)
+    bias = b.const(np.linspace(-3.0, 3.0, 7).astype(np.float32), "b")
+    return b.op("Gemm", [b.qdq(x[0], 0.01, -128), w, bias], transB=1)
+
+
 @case((1, 8, 5, 112))
 def dsp_wide_rows_dw_mult2(b, x):
     """rows 112 wide, depthwise with channel multiplier 2 (the grouped GEMM, 1 input channel
@@ -1129,6 +1166,23 @@ def dsp_add_bcast_channel(b, x):
 def dsp_add_bcast_both(b, x):
     """both operands broadcast, very different scales (a folded constant past int32)"""
     return b.op("Add", x)
+
+
+@case((1, 3, 5, 7), (1, 3, 5, 7), ranges=((-0.02, 0.05), (-40.0, 25.0)))
+def dsp_add_scales_tail(b, x):
+    """same-shape add of 105 elements (26 words through the SMLAW loop, a tail of 1) whose input
+    scales differ by 1000x, clipped to [-1, 6] (both clamp bounds inside int8)"""
+    return b.clip(b.op("Add", x), -1.0, 6.0)
+
+
+@case((1, 8, 6, 6))
+def dsp_add_residual_in_place(b, x):
+    """a residual block (ResNet-8's): r = relu(conv(x)), y = relu(conv(r) + r): the Add's conv
+    operand dies there and is written over (in place); r stays live for a second Add (y + r),
+    which then writes over one of its operands"""
+    r = b.op("Relu", [b.conv(x[0], 8, 8, (3, 3), pads=[1, 1, 1, 1])])
+    y = b.op("Relu", [b.op("Add", [b.conv(r, 8, 8, (3, 3), pads=[1, 1, 1, 1]), r])])
+    return b.op("Add", [y, r])
 
 
 @case((1, 4, 1, 300))

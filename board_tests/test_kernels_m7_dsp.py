@@ -208,6 +208,22 @@ def test_dsp_grid_covers_what_trained_models_produce(grid):
 
 
 @pytest.mark.slow
+def test_residual_add_ran_in_place(grid):
+    """dsp_add_residual_in_place's first Add wrote its output over the conv operand that dies
+    there (the planner read add_s8_dsp's overlap rule, declarations.py), the second over one of
+    its operands; test_dsp_kernel_bit_exact holds their outputs to the reference."""
+    layers = grid("dsp_paths").info[DSP]["layers"]
+    mine = [la for la in layers if la["name"].startswith("dsp_add_residual_in_place_")]
+    r, c = [la for la in mine if la["op"] == "Conv"]
+    first, second = [la for la in mine if la["op"] == "Add"]
+    assert first["kernel"] == second["kernel"] == "add_s8_dsp"
+    assert first["arena_offset"] == c["arena_offset"] != r["arena_offset"], mine
+    assert second["arena_offset"] in (first["arena_offset"], r["arena_offset"]), mine
+    portable = {la["name"]: la["arena_offset"] for la in grid("dsp_paths").info[PORTABLE]["layers"]}
+    assert portable[first["name"]] != portable[c["name"]]  # the portable add has no overlap rule
+
+
+@pytest.mark.slow
 def test_int16_weight_layout_equals_the_int8_default(grid, tmp_path):
     """--weight-layout int16 (GEMM/FC weights pre-widened in flash) gives the same bits as the
     default int8 layout (SXTB16 in registers) on every dsp_ case, and stores more weight bytes;

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .boards import all_boards
 from .build_info import BuildInfo
-from .codegen.emit import dump_manifest, generate
+from .codegen.emit import dump_manifest, generate, select_for_plan
 from .codegen.project import assemble_project
 from .codegen.weights_blob import arena_region_of, choose_placement
 from .data import load_samples, memory_samples, random_samples
@@ -159,10 +159,11 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
     precision_layers = quantize(g, req) if precision == "int8" else {"float_layers": [], "int16_layers": []}
     if precision == "fp16":
         precision_layers["float_layers"] = to_half(g)
-    plan = plan_arena(g)
     options = CodegenOptions(precision=precision, threads=threads, debug_dump=req.debug_dump,
                              weight_layout=weight_layout_of(req), weights=placement, arena_region=arena_region)
-    info = generate(g, plan, req.board, options, req.name or req.model.stem, out_dir)
+    selection, in_place = select_for_plan(g, req.board, options)  # kernels first: their overlap rules
+    plan = plan_arena(g, in_place)
+    info = generate(g, plan, req.board, options, req.name or req.model.stem, out_dir, selection)
     info["profile"] = req.profile.name
     info["threads"] = threads
     info["weight_layout"] = options.weight_layout

@@ -15,7 +15,7 @@ from ..paths import TEMPLATES
 from ..planner import ArenaPlan
 from .cuda import generate_cuda
 from .kernel_files import environment, kernel_source
-from .lowering import CTYPES, Lowered, c_float, lower_graph
+from .lowering import CTYPES, Lowered, Selection, c_float, lower_graph, select_layers
 from .sanitize import c_char_codes, c_identifier
 from .weights_blob import Blob, layout, write_blob
 
@@ -69,12 +69,24 @@ def common_header(half: bool) -> str:
     return environment().get_template("common/cuvil_common.h.j2").render(half=half)
 
 
-def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, name: str, out_dir: Path) -> BuildInfo:
+def cpu_kernel_sets(board: Board) -> list[str]:
+    return [s for s in board.kernels if KERNEL_SETS[s].cpu]
+
+
+def select_for_plan(g: Graph, board: Board, options: CodegenOptions) -> tuple[Selection, dict[str, list[str]]]:
+    """The CPU kernels of every node, and what the planner may put in place by their overlap
+    rules (nothing on a board with a kernel set off the CPU: its device kernels use the plan too)."""
+    selection = select_layers(g, cpu_kernel_sets(board), options)
+    offload = any(not KERNEL_SETS[s].cpu for s in board.kernels)
+    return selection, ({} if offload else selection.in_place())
+
+
+def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, name: str, out_dir: Path,
+             selection: Selection | None = None) -> BuildInfo:
     prefix = c_identifier(name)
     precision, debug_dump = options.precision, options.debug_dump
     int8 = precision == "int8"
-    cpu_sets = [s for s in board.kernels if KERNEL_SETS[s].cpu]
-    lowered: Lowered = lower_graph(g, plan, cpu_sets, options, prefix)
+    lowered: Lowered = lower_graph(g, plan, cpu_kernel_sets(board), options, prefix, selection)
     inputs = io_entries(g, g.inputs, plan, int8)
     outputs = io_entries(g, g.outputs, plan, int8)
     info = manifest(g, prefix, board, precision, plan, inputs, outputs)

@@ -135,10 +135,40 @@ def layer_calls(g: Graph, kernel_sets: list[str], options: CodegenOptions, fallb
         yield index, node, portable, calls
 
 
-def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: CodegenOptions, prefix: str) -> Lowered:
+@dataclass
+class Selection:
+    """Every node's kernel calls, chosen before the arena is planned (the planner reads the
+    chosen kernels' overlap rules): layer_calls' tuples and the fallbacks it reported."""
+
+    layers: list[tuple]
+    fallbacks: list[Fallback]
+
+    def in_place(self) -> dict[str, list[str]]:
+        """Output tensor -> the inputs whose buffer it may take (KernelDecl.in_place), for
+        nodes lowered to one call."""
+        shares: dict[str, list[str]] = {}
+        for _index, node, _portable, calls in self.layers:
+            if calls and len(calls) == 1:
+                for out, inp in calls[0].in_place_tensors():
+                    if out in node.outputs:
+                        shares.setdefault(out, []).append(inp)
+        return shares
+
+
+def select_layers(g: Graph, kernel_sets: list[str], options: CodegenOptions) -> Selection:
+    fallbacks: list[Fallback] = []
+    return Selection(list(layer_calls(g, kernel_sets, options, fallbacks)), fallbacks)
+
+
+def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: CodegenOptions, prefix: str,
+                selection: Selection | None = None) -> Lowered:
+    """Render every call's arguments against the plan; `selection`: the kernels chosen before
+    planning (select_layers with the same sets and options), else chosen here."""
     out = Lowered()
     namer = Namer()
-    for index, node, portable, calls in layer_calls(g, kernel_sets, options, out.fallbacks):
+    selection = selection or select_layers(g, kernel_sets, options)
+    out.fallbacks = selection.fallbacks
+    for index, node, portable, calls in selection.layers:
         if calls is None:
             out.layers.append(layer_row(index, node, g, plan, "(alias)", 0, 0))
             continue

@@ -97,6 +97,11 @@ class KernelDecl:
     # a plugin kernel rendered per attribute signature (sdk/plugins.py): the name it is declared
     # under, which its rules are registered by; `name` is that plus the signature's digest
     template: str = ""
+    # the kernel's overlap rule: (output, input) parameter pairs where the output may be the
+    # very buffer of that input (the same start, the same bytes: the kernel reads each element
+    # before it writes the output at its place). The planner puts such an output over such an
+    # input when the input is read by nothing later (planner/arena.py).
+    in_place: tuple[tuple[str, str], ...] = ()
 
     @property
     def declared_name(self) -> str:
@@ -181,6 +186,15 @@ class KernelCall:
         """The arguments in the C parameter order."""
         return [self.args[p.name] for p in self.decl.params]
 
+    def in_place_tensors(self) -> list[tuple[str, str]]:
+        """(output tensor, input tensor) pairs the kernel's overlap rule lets share a buffer."""
+        pairs = []
+        for out, inp in self.decl.in_place:
+            o, i = self.args[out], self.args[inp]
+            if isinstance(o, Buf) and isinstance(i, Buf):
+                pairs.append((o.tensor, i.tensor))
+        return pairs
+
 
 @dataclass(frozen=True)
 class Declined:
@@ -193,17 +207,25 @@ class Declined:
 DECLARATIONS: dict[str, dict[str, KernelDecl]] = {}
 
 
-def declare(kernel_set: str, name: str, *params: Param | Iterable[Param]) -> KernelDecl:
+def declare(kernel_set: str, name: str, *params: Param | Iterable[Param],
+            in_place: Iterable[tuple[str, str]] = ()) -> KernelDecl:
+    """Declare a kernel: its parameters in C order; in_place: (output, input) parameter pairs
+    where the output may be that input's own buffer (see KernelDecl.in_place)."""
     flat: list[Param] = []
     for p in params:
         flat.extend([p] if isinstance(p, Param) else list(p))
     seen = [p.name for p in flat]
     if len(set(seen)) != len(seen):
         raise KernelInterfaceError(f"kernel {name}: a parameter is declared twice")
+    kinds = {p.name: p.kind for p in flat}
+    pairs = tuple((str(o), str(i)) for o, i in in_place)
+    for o, i in pairs:
+        if kinds.get(o) != "output" or kinds.get(i) != "input":
+            raise KernelInterfaceError(f"kernel {name}: in_place ({o}, {i}) must name an output and an input")
     decls = DECLARATIONS.setdefault(kernel_set, {})
     if name in decls:
         raise KernelInterfaceError(f"kernel {name} of set {kernel_set} declared twice")
-    decls[name] = KernelDecl(kernel_set, name, tuple(flat))
+    decls[name] = KernelDecl(kernel_set, name, tuple(flat), in_place=pairs)
     return decls[name]
 
 

@@ -2,9 +2,12 @@
 
 A buffer lives from the node that writes it to the last node that reads it (graph
 inputs from the start, graph outputs to the end). Alias ops (Reshape, Flatten, ...)
-share their input's buffer, which then lives as long as any alias is read. Buffers are
-placed largest first at the lowest offset that overlaps no placed buffer whose
-lifetime overlaps theirs.
+share their input's buffer, which then lives as long as any alias is read. In place: a
+node's output takes the buffer of one of its inputs when the selected kernel's overlap rule
+allows it (`in_place`: output tensor -> candidate inputs, from KernelDecl.in_place), the input
+has the output's bytes and nothing after this node reads that buffer (graph inputs and
+outputs live to the end, so they are never written over). Buffers are placed largest first
+at the lowest offset that overlaps no placed buffer whose lifetime overlaps theirs.
 """
 from __future__ import annotations
 
@@ -55,9 +58,34 @@ def lifetimes(g: Graph, root: dict[str, str]) -> dict[str, list[int]]:
     return life
 
 
-def plan_arena(g: Graph) -> ArenaPlan:
+def merge_in_place(g: Graph, root: dict[str, str], life: dict[str, list[int]],
+                   in_place: dict[str, list[str]]) -> None:
+    """Give each in-place output its input's buffer where that is safe (see the module's
+    docstring); root and life are updated as the nodes are walked in order, so a buffer handed
+    on lives on to its last reader."""
+    for step, node in enumerate(g.nodes):
+        for out in node.outputs:
+            if root.get(out) != out or out not in life:
+                continue
+            for inp in in_place.get(out, []):
+                r = root.get(inp)
+                others = {root.get(t) for t in node.inputs if t != inp}
+                if r is None or r == out or r in others or life[r][1] != step:
+                    continue
+                if not (g.tensors[inp].nbytes == g.tensors[r].nbytes == g.tensors[out].nbytes):
+                    continue
+                for t, rt in root.items():
+                    if rt == out:
+                        root[t] = r
+                life[r][1] = max(life[r][1], life.pop(out)[1])
+                break
+
+
+def plan_arena(g: Graph, in_place: dict[str, list[str]] | None = None) -> ArenaPlan:
     root = buffer_roots(g)
     life = lifetimes(g, root)
+    if in_place:
+        merge_in_place(g, root, life, in_place)
     sizes = {r: align(g.tensors[r].nbytes) for r in life}
     placed: list[tuple[int, int, int, int, str]] = []  # offset, size, first, last, name
     for name in sorted(life, key=lambda r: (-sizes[r], life[r][0], r)):

@@ -5,7 +5,8 @@ SET = "cortex_m_dsp"
 
 declare(SET, "add_s8_dsp", In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"),
         *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), *I("ma mb", "int32_t"), *I("c0", "uint32_t"),
-        *I("shift zy", "int32_t"), *I("lo4 hi4", "uint32_t"))
+        *I("shift zy", "int32_t"), *I("lo4 hi4", "uint32_t"),
+        in_place=[("out", "a"), ("out", "b")])  # add_s8_dsp.h reads each word before writing it
 declare(SET, "avgpool_s8_dsp", In("in", "int8_t"), Out("out", "int8_t"),
         *I("n h w c oh ow kh kw sh sw pt pl pb pr include_pad"), *I("zx zy", "int32_t"), W("mult", "int32_t"),
         W("shift", "int32_t"))

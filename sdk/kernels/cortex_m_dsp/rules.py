@@ -143,15 +143,34 @@ def pair_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray, w8: bool) -> n
 
 def quad_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray, w8: bool) -> np.ndarray:
     """The fully connected kernel's flash stream (fc_s8_dsp.h), one block per 4 outputs:
-    [b0 b1 b2 b3] (int32), the quad's weights (gemm_weights order, int16 or int8: packed_weights),
-    [M rnd s] x 4 (int32). The output count is padded to a multiple of 4 with zero rows."""
+    [b0 b1 b2 b3] (int32), the quad's weights, [M rnd s] x 4 (int32). The output count is padded
+    to a multiple of 4 with zero rows. int16 weights: gemm_weights order. int8 weights (w8): two
+    outputs per 16-bit lane (pair_lanes), the bias words [b0, b1 + 256 b0, b2, b3 + 256 b2]."""
     n, kp = wk.shape
     quads = round_up(n, 4) // 4
-    w = packed_weights(gemm_weights(wk, 4), w8).reshape(quads, -1)
     b = pad_rows(bias.astype(np.int64), 4 * quads).reshape(quads, 4)
+    if w8:
+        w = pair_lanes(pad_rows(wk.astype(np.int64), 4 * quads))
+        b = b.copy()
+        b[:, 1] += b[:, 0] << 8
+        b[:, 3] += b[:, 2] << 8
+        b = (b + (1 << 31)) % (1 << 32) - (1 << 31)  # modulo 2^32, as the kernel's int32 sums
+    else:
+        w = packed_weights(gemm_weights(wk, 4), False).reshape(quads, -1)
     qq = pad_rows(q.astype(np.int64), 4 * quads).reshape(quads, 12)
     blocks = [np.concatenate([as_int16(b[j]), w[j], as_int16(qq[j])]) for j in range(quads)]
     return np.concatenate(blocks).astype(np.int16)
+
+
+def pair_lanes(wk: np.ndarray) -> np.ndarray:
+    """int8 weights [4 * quads][K'] (column order) -> per quad, per group of 4 column slots, the
+    lanes v = 256 wA + (wB + 128) of the output pairs (A, B) = (o0, o1) then (o2, o3), slot by
+    slot: int16 [quads][K'] (one byte per weight). The high byte of a lane is wA, the low byte
+    wB + 128 in 0..255 (weights are within [-127, 127]; any int8 fits)."""
+    n4, kp = wk.shape
+    w = wk.reshape(n4 // 4, 2, 2, kp // 4, 4)  # [quad][pair][A or B][group][slot]
+    lanes = (w[:, :, 0] << 8) + w[:, :, 1] + 128  # [quad][pair][group][slot]
+    return lanes.transpose(0, 2, 1, 3).reshape(n4 // 4, -1).astype(np.int16)
 
 
 # --- convolution --------------------------------------------------------------------------------
@@ -290,9 +309,21 @@ def fc_call(a: dict, rows: int, k: int, n: int, w8: bool) -> KernelCall:
     q, fastq = requant_args(a)
     col = arrange(wq, row_order(k))
     col = np.concatenate([col, np.zeros((n, kp - col.shape[1]), dtype=col.dtype)], axis=1)
-    return kernel(SET, "fc_s8_dsp")(**pick(a, "in out"), rows=rows, k=k, n=n,
+    call = kernel(SET, "fc_s8_dsp")(**pick(a, "in out"), rows=rows, k=k, n=n,
                                     w=Weight("w16", quad_streams(col, b, q, w8), "int16_t"), kp=kp, fastq=fastq, w8=int(w8),
                                     **dsp_tail(a["zx"], a["zy"], a["lo"], a["hi"]))
+    call.variant = fc_variant(kp, fastq, w8)
+    return call
+
+
+def fc_variant(kp: int, fastq: int, w8: bool) -> str:
+    """The report's name of the FC path: 1 row x 4 outputs, int8 weights in output pairs ("w8
+    pairs") or int16 ("w16"); "wide-k" when K' passes the column buffer (widened on the fly, in
+    C), "rq64" when a shift below 33 keeps the whole layer in C."""
+    name = "1x4 w8 pairs" if w8 else "1x4 w16"
+    if kp > 2 * COL_WORDS:
+        name += " wide-k"
+    return name if fastq else name + " rq64"
 
 
 # --- pooling and element-wise ------------------------------------------------------------------
@@ -339,8 +370,12 @@ def add_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     c0 = (1 << (shift - 1)) - za * ma - zb * mb
     geometry = {**{f"d{i}": d for i, d in enumerate(dims)}, **{f"sa{i}": s for i, s in enumerate(sa)},
                 **{f"sb{i}": s for i, s in enumerate(sb)}}
-    return kernel(SET, "add_s8_dsp")(**pick(a, "a b out ma mb shift zy"), **geometry, c0=wrap32(c0),
+    call = kernel(SET, "add_s8_dsp")(**pick(a, "a b out ma mb shift zy"), **geometry, c0=wrap32(c0),
                                      lo4=bytes4(int(a["lo"])), hi4=bytes4(int(a["hi"])))
+    # the word loop (SMLAW, 4 outputs per 35 instructions) takes runs where both operands are
+    # contiguous; a broadcast operand in the innermost run leaves it to the C loop
+    call.variant = "words" if sa[3] == sb[3] == 1 and dims[3] >= 4 and shift >= 2 else "scalar"
+    return call
 
 
 def softmax_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
