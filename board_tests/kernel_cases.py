@@ -772,6 +772,38 @@ def dsp_dw3x3_s2_narrow(b, x):
     return b.op("Relu", [b.conv(x[0], 5, 5, (3, 3), group=5, strides=[2, 2], pads=[1, 1, 1, 1])])
 
 
+@case((1, 40, 6, 6))
+def dsp_dw3x3_image_c40(b, x):
+    """depthwise 3 x 3 stride 1 on a 6 x 6 image, 40 channels: the whole-image mode (chunks of
+    24 and 16 channels, every output row per channel in one assembly loop), 4 + 2 outputs a row"""
+    return b.op("Relu", [b.conv(x[0], 40, 40, (3, 3), group=40, pads=[1, 1, 1, 1])])
+
+
+@case((1, 20, 3, 3))
+def dsp_dw3x3_image_3x3_clamp(b, x):
+    """a 3 x 3 image of 20 channels with a narrow clip: whole-image mode, the clamping store"""
+    return b.clip(b.conv(x[0], 20, 20, (3, 3), group=20, pads=[1, 1, 1, 1]), 0.0, 0.3)
+
+
+@case((1, 12, 7, 7))
+def dsp_dw3x3_image_s2(b, x):
+    """stride 2 on a 7 x 7 image (4 x 4 outputs, a bottom row of padding), whole-image mode"""
+    return b.op("Relu", [b.conv(x[0], 12, 12, (3, 3), group=12, strides=[2, 2], pads=[1, 1, 1, 1])])
+
+
+@case((1, 4, 30, 29))
+def dsp_dw3x3_ring_s2(b, x):
+    """stride 2 on 30 x 29 (rows of 15 outputs: 3 blocks and a tail of 3), the row ring, a clip"""
+    return b.clip(b.conv(x[0], 4, 4, (3, 3), group=4, strides=[2, 2], pads=[1, 1, 1, 1]), -0.2, 0.4)
+
+
+@case((1, 20, 18, 26))
+def dsp_dw3x3_ring_s1_chunks(b, x):
+    """stride 1 on 18 x 26, 20 channels: the row ring in chunks of 16 and 4 channels (a full zero
+    slot for the padded rows), rows of 26 outputs (6 blocks and a tail of 2)"""
+    return b.op("Relu", [b.conv(x[0], 20, 20, (3, 3), group=20, pads=[1, 1, 1, 1])])
+
+
 @case((1, 8, 9, 8))
 def dsp_dw_3x2_s21(b, x):
     """the general depthwise kernel: 3 x 2 kernel, strides (2, 1)"""
@@ -1056,6 +1088,20 @@ def dsp_trained_3x3_big_bias(b, x):
 def dsp_trained_dw3x3(b, x):
     """depthwise 3 x 3 with channel scales 1e-10..1: the dw3x3 assembly with every shift >= 33"""
     return trained_conv(b, x[0], 20, 20, (3, 3), -10.0, 0.0, group=20, pads=[1, 1, 1, 1])
+
+
+@case((1, 64, 5, 5))
+def dsp_trained_dw3x3_image_s2(b, x):
+    """depthwise 3 x 3 stride 2 on a small image, channel scales 1e-9..1e1 (shifts past the
+    zy fold and biases near the int32 clip): whole-image mode, the general store"""
+    return trained_conv(b, x[0], 64, 64, (3, 3), -9.0, 1.0, group=64, strides=[2, 2], pads=[1, 1, 1, 1])
+
+
+@case((1, 16, 12, 12))
+def dsp_trained_dw3x3_fold(b, x):
+    """depthwise 3 x 3 stride 1 with channel scales 1e-3..1 and ReLU: every shift within the zy
+    fold, the fast store, weights of every magnitude"""
+    return b.op("Relu", [trained_conv(b, x[0], 16, 16, (3, 3), -3.0, 0.0, group=16, pads=[1, 1, 1, 1])])
 
 
 @case((1, 300))

@@ -17,7 +17,7 @@ declare(SET, "conv2d_s8_dsp_dw", In("in", "int8_t"), Out("out", "int8_t"), W("w"
         *I("n h wd c oh ow kh kw sh sw pt pl wp cc stream"), *I("nzx2", "uint32_t"), *I("zx zy", "int32_t"),
         *I("lo4 hi4", "uint32_t"))
 declare(SET, "conv2d_s8_dsp_dw3x3", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int16_t"),
-        *I("n h wd c oh ow s pt pl transposed wp cc"), *I("nzx2", "uint32_t"), *I("zx zy", "int32_t"),
+        *I("n h wd c oh ow s pt pl transposed wp cc w8 fast full"), *I("nzx2", "uint32_t"), *I("zx zy", "int32_t"),
         *I("lo4 hi4", "uint32_t"))
 declare(SET, "fc_s8_dsp", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int16_t"), *I("rows k n kp fastq w8"),
         *I("nzx2", "uint32_t"), *I("zx zy", "int32_t"), *I("lo4 hi4", "uint32_t"))

@@ -7,7 +7,8 @@ rewrites the portable arguments for it; the C headers only implement:
 - weights are re-ordered in flash in the order the kernel reads them (`row_order`,
   `gemm_weights`, the per-channel streams): the GEMM and FC weights as int8 bytes widened in
   registers by SXTB16 (weight_layout "int8", the default) or pre-widened to int16 ("int16":
-  LDM + SMLAD, twice the bytes); depthwise weights (9 per channel) always as int16;
+  LDM + SMLAD, twice the bytes); depthwise 3x3 weights likewise (int8 rows [w0 s w1 w2]
+  widened per channel by SXTB16/PKHTB, or pre-widened pairs), the general depthwise kernel's as int16;
 - requantization constants become {M, rnd, s} per channel (`fast_requant`): for a shift
   S >= 33 a three-instruction requant (SMMLA, ASR, then + zy) that is exact for the rounding
   rule of sdk/kernels/requant.py for every int32 accumulator; for S <= 32 the 64-bit form
@@ -227,18 +228,45 @@ def conv_im2col(c: KernelCall, node: Node, g: Graph, w8: bool) -> Answer:
 DW_VALUES = 2048  # CUVIL_DSP_DW_VALUES: the depthwise row ring, (kh * cc + 1) * wp int16 values
 
 
-def dw_chunk(c: int, kh: int, wp: int) -> int:
-    """Channels per chunk of the depthwise row ring: (kh * cc + 1) * wp <= DW_VALUES; a
-    multiple of 4 when more than 4 fit (0: not even one channel fits)."""
-    cc = min(c, (DW_VALUES // wp - 1) // kh)
+def dw_chunk(c: int, kh: int, wp: int, zero_slot: bool = False) -> int:
+    """Channels per chunk of the depthwise row ring: (kh * cc + 1) * wp <= DW_VALUES, or with
+    a full zero slot (zero_slot: a kernel that steps through the planes of a row channel by
+    channel, padded rows included) (kh + 1) * cc * wp; a multiple of 4 when more than 4 fit
+    (0: not even one channel fits)."""
+    cc = min(c, DW_VALUES // wp // (kh + 1) if zero_slot else (DW_VALUES // wp - 1) // kh)
     return cc // 4 * 4 if cc >= 4 and cc < c else cc
 
 
-def conv_depthwise(c: KernelCall, node: Node, g: Graph) -> Answer:
+FOLD_SHIFT = 23  # the largest s = S - 32 with 2^(s-1) + (zy << s) + hi32(acc * M) inside int32 for every zy
+
+
+def dw3x3_stream(wq: np.ndarray, b: np.ndarray, q: np.ndarray, w8: bool) -> np.ndarray:
+    """conv2d_s8_dsp_dw3x3's weight stream, per channel (the header says how it is read):
+    w8: per kernel row the bytes [w0 s w1 w2] (s in row 0 only), then bias and M (5 words);
+    int16: per kernel row the pairs [w0 w1] [w1 w2], then bias, M and s (9 words)."""
+    ch = wq.shape[0]
+    words = []
+    if w8:
+        rows = np.zeros((ch, 3, 4), dtype=np.int64)
+        rows[:, :, 0], rows[:, :, 2], rows[:, :, 3] = wq[:, :, 0], wq[:, :, 1], wq[:, :, 2]
+        rows[:, 0, 1] = q[:, 2]
+        words.append(as_int16(rows.astype(np.int8).view("<i4").reshape(ch, 3)))
+        words.append(as_int16(np.stack([b, q[:, 0]], axis=1)))
+    else:
+        pairs = np.stack([wq[:, :, 0], wq[:, :, 1], wq[:, :, 1], wq[:, :, 2]], axis=2)  # [c][3][4] int16
+        words.append(pairs.reshape(ch, 12).astype(np.int16))
+        words.append(as_int16(np.stack([b, q[:, 0], q[:, 2]], axis=1)))
+    return np.concatenate([w.reshape(ch, -1) for w in words], axis=1).reshape(-1).astype(np.int16)
+
+
+def conv_depthwise(c: KernelCall, node: Node, g: Graph, w8: bool = True) -> Answer:
     """Depthwise convolution (groups = in = out channels, dilation 1) where one input row of one
     channel (plus padding) fits the row ring: 3x3 stride 1 or 2 with every requantization shift
-    >= 33 -> conv2d_s8_dsp_dw3x3 (transposed when that makes fewer 4-output blocks), anything
-    else -> conv2d_s8_dsp_dw. None when neither applies (conv_im2col takes it then)."""
+    >= 33 -> conv2d_s8_dsp_dw3x3 (transposed when that makes fewer 4-output blocks; int8
+    weights widened per channel and row, or pre-widened with w8 off; `fast` when the output
+    needs no clamp beyond int8 and every shift S <= 32 + FOLD_SHIFT, so that zy folds into the
+    rounding constant), anything else -> conv2d_s8_dsp_dw. None when neither applies
+    (conv_im2col takes it then)."""
     a = c.args
     n, h, wd, ch, oh, ow, oc = (a[k] for k in ("n", "h", "wd", "c", "oh", "ow", "oc"))
     kh, kw, sh, sw, pt, pl = (a[k] for k in ("kh", "kw", "sh", "sw", "pt", "pl"))
@@ -256,15 +284,18 @@ def conv_depthwise(c: KernelCall, node: Node, g: Graph) -> Answer:
             h, wd, oh, ow, pt, pl = wd, h, ow, oh, pl, pt
             wq = wq.transpose(0, 2, 1)
         wp = round_up(max(pl + wd, 4 * sw * -(-ow // 4) + 2), 2)
-        cc = dw_chunk(ch, 3, wp)
+        slots = (oh - 1) * sw + 3  # whole-image mode: every padded input row of a chunk at once
+        full = min(ch, DW_VALUES // (slots * wp)) >= min(ch, 4)
+        cc = min(ch, DW_VALUES // (slots * wp)) if full else dw_chunk(ch, 3, wp, zero_slot=True)
+        cc = cc // 4 * 4 if 4 <= cc < ch else cc
         if cc >= 1:
-            rows = np.stack([wq[:, :, 0], wq[:, :, 1], wq[:, :, 2], np.zeros_like(wq[:, :, 0]),
-                             np.zeros_like(wq[:, :, 0]), wq[:, :, 0], wq[:, :, 1], wq[:, :, 2]], axis=2)  # [c][3][8]
-            stream = np.concatenate([as_int16(np.repeat(b.reshape(ch, 1), 4, axis=1)).reshape(ch, 8),
-                                     rows.reshape(ch, 24).astype(np.int16), as_int16(q).reshape(ch, 6)], axis=1)
-            return kernel(SET, "conv2d_s8_dsp_dw3x3")(
-                **io, w=Weight("w16", stream.reshape(-1).astype(np.int16), "int16_t"), h=h, wd=wd, oh=oh, ow=ow,
-                s=sw, pt=pt, pl=pl, transposed=int(transposed), wp=wp, cc=cc, **tail)
+            fast = (a["lo"], a["hi"]) == (-128, 127) and int(q[:, 2].max()) <= FOLD_SHIFT
+            call = kernel(SET, "conv2d_s8_dsp_dw3x3")(
+                **io, w=Weight("w16", dw3x3_stream(wq, b, q, w8), "int16_t"), h=h, wd=wd, oh=oh, ow=ow,
+                s=sw, pt=pt, pl=pl, transposed=int(transposed), wp=wp, cc=cc, w8=int(w8), fast=int(fast), full=int(full), **tail)
+            call.variant = (f"4px s{sw} {'w8' if w8 else 'w16'} {'image' if full else 'ring'}" +
+                            ("" if fast else " clamp") + (" T" if transposed else ""))
+            return call
         if transposed:  # back to the real geometry for the general kernel
             h, wd, oh, ow, pt, pl = wd, h, ow, oh, pl, pt
             wq = wq.transpose(0, 2, 1)
@@ -285,7 +316,8 @@ def conv_depthwise(c: KernelCall, node: Node, g: Graph) -> Answer:
 def conv_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Depthwise (conv_depthwise) where its row kernels take it, else the grouped im2col GEMM
     (conv_im2col: groups 1, grouped, depth multipliers > 1, dilations)."""
-    return (conv_depthwise(c, node, g) if c["groups"] > 1 else None) or conv_im2col(c, node, g, int8_weights(options))
+    w8 = int8_weights(options)
+    return (conv_depthwise(c, node, g, w8) if c["groups"] > 1 else None) or conv_im2col(c, node, g, w8)
 
 
 # --- fully connected ------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ static void conv2d_s8_dsp_dw(const int8_t *in, int8_t *out, const int16_t *w, in
                              int ow, int kh, int kw, int sh, int sw, int pt, int pl, int wp, int cc, int stream,
                              uint32_t nzx2, int32_t zx, int32_t zy, uint32_t lo4, uint32_t hi4)
 {
-    struct cuvil_dw k = {in, out, w, 0, 0, n, h, wd, c, oh, ow, kh, kw, sh, sw, pt, pl, wp, cc, stream,
+    struct cuvil_dw k = {in, out, w, 0, 0, n, h, wd, c, oh, ow, kh, kw, sh, sw, pt, pl, wp, cc, stream, 0,
                          (long)wd * c, c, (long)ow * c, c, nzx2, lo4, hi4, zx, zy};
-    cuvil_dw_run(&k, cc, cuvil_dw_row_general);
+    cuvil_dw_run(&k, cc, 1, cuvil_dw_row_general);
 }

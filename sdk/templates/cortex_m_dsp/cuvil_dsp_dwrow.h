@@ -1,7 +1,7 @@
 /* Shared helpers of the cortex_m_dsp kernel set: copied into a generated project with any of its kernels. */
 #ifndef CUVIL_DSP_DWROW_H
 #define CUVIL_DSP_DWROW_H
-#define CUVIL_DSP_DW_VALUES 2048 /* row ring (stack), int16 values: 4 KiB; kh * 4 * wp + wp <= this */
+#define CUVIL_DSP_DW_VALUES 2048 /* row ring (stack), int16 values: 4 KiB; (kh * cc + zero planes) * wp <= this */
 
 static inline uint32_t cuvil_pkhbt(uint32_t lo, uint32_t hi)
 {
@@ -59,6 +59,7 @@ struct cuvil_dw {
     const int16_t *w;  /* weight stream, at the chunk's first channel */
     int16_t *ring, *zero;
     int n, h, wd, c, oh, ow, kh, kw, sh, sw, pt, pl, wp, cc, stream;
+    int fast; /* dw3x3: zy folded into the rounding constant, no clamp */
     long in_row, in_pix, out_row, out_pix; /* bytes between rows / adjacent pixels of a row */
     uint32_t nzx2, lo4, hi4;
     int32_t zx, zy;
@@ -93,13 +94,15 @@ static void cuvil_dw_chunk(struct cuvil_dw *k, void (*row)(const struct cuvil_dw
     }
 }
 
-/* The depthwise driver: channel chunks of at most cc (a multiple of 4 that fits the ring). */
-static void cuvil_dw_run(const struct cuvil_dw *args, int cc_max,
+/* The depthwise driver: channel chunks of at most cc_max (a multiple of 4 that fits the ring);
+ * the zero slot read for padded rows holds zplanes planes (1, or cc_max for a kernel that
+ * steps through a row's planes channel by channel). */
+static void cuvil_dw_run(const struct cuvil_dw *args, int cc_max, int zplanes,
                          void (*row)(const struct cuvil_dw *, int, const int16_t *const *))
 {
     int16_t ring[CUVIL_DSP_DW_VALUES] __attribute__((aligned(8)));
     struct cuvil_dw k = *args;
-    for (int i = 0; i < (k.kh * cc_max + 1) * k.wp; i++) ring[i] = 0;
+    for (int i = 0; i < (k.kh * cc_max + zplanes) * k.wp; i++) ring[i] = 0;
     k.ring = ring;
     k.zero = ring + k.kh * cc_max * k.wp;
     for (int ch0 = 0; ch0 < args->c; ch0 += cc_max) {
