@@ -1,8 +1,8 @@
 """In-place outputs (KernelDecl.in_place, planner/arena.py merge_in_place), without a toolchain:
 the planner writes a node's output over one of its inputs only where the chosen kernel's
 overlap rule says it may, the input has the output's bytes and nothing later reads it; graph
-inputs and outputs are never written over, and a kernel without the rule (the portable add)
-keeps its own buffer."""
+outputs are never written over (a graph input's arena copy is, after its last reader), and a
+kernel without the rule (the portable add) keeps its own buffer."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,7 +42,7 @@ def residual_model(path: Path, later: bool = False) -> Path:
 
 
 def input_add_model(path: Path) -> Path:
-    """Add(x, conv(x)): the graph input x is never written over (the conv's output may be)."""
+    """Add(x, conv(x)): the Add is x's last reader, so it may write over x's arena copy."""
     w = numpy_helper.from_array(np.full((8, 8, 1, 1), 0.1, np.float32), "w")
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
              helper.make_node("Add", ["x", "c"], ["y"], name="add")]
@@ -85,13 +85,15 @@ def test_an_operand_read_later_keeps_its_buffer(tmp_path):
     assert plan.offsets[second.outputs[0]] in (plan.offsets[first.outputs[0]], plan.offsets[a])
 
 
-def test_graph_inputs_are_never_written_over(tmp_path):
+def test_a_graph_inputs_arena_copy_is_written_over_after_its_last_reader(tmp_path):
+    """The C API copies each input into the arena before the first layer: that copy is an
+    ordinary buffer, free once its last reader ran (here the Add, which may then write over it)."""
     g, plan, _, in_place = planned(input_add_model(tmp_path / "m.onnx"), "cortex-m7")
     add = [n for n in g.nodes if n.op == "Add"][0]
     x = g.inputs[0]
     assert add.inputs[0] == x and in_place[add.outputs[0]] == [x, add.inputs[1]]  # x read in NCHW
-    assert plan.offsets[add.outputs[0]] != plan.offsets[x]
-    assert plan.offsets[add.outputs[0]] == plan.offsets[add.inputs[1]]  # the conv's (transposed) output
+    assert plan.offsets[add.outputs[0]] == plan.offsets[x]
+    assert plan.offsets[add.outputs[0]] != plan.offsets[add.inputs[1]]
 
 
 def test_a_kernel_without_an_overlap_rule_keeps_its_own_buffer(tmp_path):
