@@ -32,6 +32,7 @@ from ..kernel_sets import Answer, KernelSet, register_kernel_set
 from ..simd_layout import STRIDED_SOFTMAX, pick, row_softmax_args, undilated_pool
 
 COL_WORDS = 1024  # CUVIL_DSP_COL_WORDS in the headers: K' <= 1024 int16 values per pixel
+RUN_BYTES = 256  # CUVIL_DSP_RUN: the longest window of the "run" layout (conv2d_s8_dsp.h.j2)
 SET = "cortex_m_dsp"
 
 
@@ -251,14 +252,21 @@ def conv_im2col(c: KernelCall, node: Node, g: Graph, w8: bool) -> Answer:
         col = arrange(wq.reshape(oc, kh * kw, icg), padded_order(icg, seg)).reshape(oc, kp)
         streams = [pair_streams(col[i * ocg:(i + 1) * ocg], b[i * ocg:(i + 1) * ocg], q[i * ocg:(i + 1) * ocg], w8)
                    for i in range(groups)]
-        px, zyfold, variant = 0, 0, f"k-tiled w{8 if w8 else 16}"
+        px, concat, zyfold, variant = 0, 0, 0, f"k-tiled w{8 if w8 else 16}"
     else:
-        col = arrange(wq.reshape(oc, kh, kw * icg), row_order(kw * icg)).reshape(oc, kp)  # per kernel row
+        window = kh * kw * icg
+        concat = int((kw * icg) % 4 != 0 and round_up(window, 4) <= RUN_BYTES)
+        if concat:  # the "run" layout: the whole window as one run of bytes, 4-groups swapped
+            kp = seg = round_up(window, 4)
+            order = swap_pairs(np.arange(kp))
+            col = arrange(wq.reshape(oc, window), np.where(order < window, order, -1))
+        else:
+            col = arrange(wq.reshape(oc, kh, kw * icg), row_order(kw * icg)).reshape(oc, kp)  # per kernel row
         if is_pointwise_gemm(a):  # NHWC: the pixels' channels follow each other, image rows included
             pixels = a["n"] * a["h"] * a["wd"]
             geo = {"n": 1, "h": 1, "wd": pixels, "oh": 1, "ow": pixels}
         pixels = geo["n"] * geo["oh"] * geo["ow"]
-        four = groups == 1 and a["dw"] == 1 and (kw * icg) % 4 == 0
+        four = bool(concat) or (groups == 1 and a["dw"] == 1 and (kw * icg) % 4 == 0)
         fits = [p for p in (4, 3, 2) if p * kp <= 2 * COL_WORDS]
         px = min(fits, key=lambda p: tile_cost(pixels, p, kp, round_up(ocg, 2) // 2, w8, four))
         folded = fold_zy(q, a["zy"]) if fastq else None
@@ -267,11 +275,11 @@ def conv_im2col(c: KernelCall, node: Node, g: Graph, w8: bool) -> Answer:
             q = folded
         streams = [tile_streams(col[i * ocg:(i + 1) * ocg], b[i * ocg:(i + 1) * ocg], q[i * ocg:(i + 1) * ocg], w8)
                    for i in range(groups)]
-        variant = f"{px}x2 w{8 if w8 else 16}" + ("" if fastq else " c-requant")
+        variant = f"{px}x2 w{8 if w8 else 16}" + (" run" if concat else "") + ("" if fastq else " c-requant")
     call = kernel(SET, "conv2d_s8_dsp")(
         **pick(a, "in out c oc kh kw sh sw pt pl dh dw groups"), **geo,
         w=Weight("w16", np.concatenate(streams), "int16_t"), seg=seg, kp=kp, fastq=fastq, tile=tile, px=px,
-        zyfold=zyfold, w8=int(w8), **dsp_tail(a["zx"], a["zy"], a["lo"], a["hi"]))
+        concat=concat, zyfold=zyfold, w8=int(w8), **dsp_tail(a["zx"], a["zy"], a["lo"], a["hi"]))
     call.variant = variant
     return call
 
