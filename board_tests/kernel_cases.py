@@ -1113,6 +1113,49 @@ def dsp_grouped3_dilated(b, x):
     return b.conv(x[0], 12, 6, (3, 2), group=3, dilations=[2, 3], pads=[2, 1, 1, 2])
 
 
+# --- conv2d_s8_dsp's register tiles (issue 27): tile widths 4, 3, 2 and 1 (the last tile of a
+# layer), the "run" layout of 3-channel stems, pointwise layers as one row of pixels, zy added
+# by the block where it cannot be folded into rnd, the clamp pass after the tiles.
+@case((1, 3, 13, 14))
+def dsp_tile_stem_s2(b, x):
+    """a 3-channel stem, 3 x 3 stride 2, pads 0 0 1 1 (VWW's): the "run" layout (27 values, one
+    pad at the end), 7 x 7 outputs (4-pixel tiles across rows, a 1-pixel tile last)"""
+    return b.op("Relu", [b.conv(x[0], 3, 8, (3, 3), strides=[2, 2], pads=[0, 0, 1, 1])])
+
+
+@case((1, 3, 9, 10))
+def dsp_tile_stem_s1_pad1(b, x):
+    """a 3-channel stem, 3 x 3 stride 1, pad 1 (ResNet-8's), 16 channels: the "run" layout with
+    padded taps, 90 pixels (a 2-pixel tile last)"""
+    return b.conv(x[0], 3, 16, (3, 3), pads=[1, 1, 1, 1])
+
+
+@case((1, 16, 7, 5))
+def dsp_tile_pw_rows(b, x):
+    """pointwise 16 -> 12 on 7 x 5 pixels: tiles across image rows, a 3-pixel tile last"""
+    return b.conv(x[0], 16, 12, (1, 1))
+
+
+@case((1, 256, 3, 3))
+def dsp_trained_tile_pw_3x3_256(b, x):
+    """pointwise 256 -> 27 on 3 x 3 pixels (VWW's last layers) with trained-like scales
+    1e-9..1e-1 (wide accumulators, K' = 256): few pixels, an odd last channel"""
+    return trained_conv(b, x[0], 256, 27, (1, 1), -9.0, -1.0)
+
+
+@case((1, 64, 5, 6))
+def dsp_trained_tile_3x3_k576(b, x):
+    """3 x 3 over 64 channels (ResNet-8's last convs: K' = 576, 3-pixel tiles) with scales
+    1e-10..1e-1: shifts to 62, zy added by the block (too large to fold into rnd)"""
+    return trained_conv(b, x[0], 64, 10, (3, 3), -10.0, -1.0, pads=[1, 1, 1, 1])
+
+
+@case((1, 16, 6, 7))
+def dsp_tile_clip_narrow(b, x):
+    """3 x 3, 16 -> 6 with a narrow fused clip: the clamp pass over the tiles' outputs"""
+    return b.clip(b.conv(x[0], 16, 6, (3, 3), pads=[1, 0, 1, 1]), -0.2, 0.3)
+
+
 @case((1, 8, 9, 10))
 def dsp_dw_dilated(b, x):
     """depthwise 3 x 3 with dilation 2 (the grouped GEMM, not the row kernels)"""
