@@ -1084,7 +1084,7 @@ def dsp_fc_1280_channels(b, x):
 @case((1, 130, 6, 5))
 def dsp_conv_tiled_3x3_c130(b, x):
     """3 x 3 over 130 channels: a column of 1170 values, the K-tiled path (taps of 132 values,
-    15 per tile), pads and stride 2, 5 output channels (an odd last one)"""
+    17 per tile), pads and stride 2, 5 output channels (an odd last one)"""
     return b.conv(x[0], 130, 5, (3, 3), strides=[2, 1], pads=[1, 1, 0, 1])
 
 
@@ -1145,9 +1145,16 @@ def dsp_trained_tile_pw_3x3_256(b, x):
 
 @case((1, 64, 5, 6))
 def dsp_trained_tile_3x3_k576(b, x):
-    """3 x 3 over 64 channels (ResNet-8's last convs: K' = 576, 3-pixel tiles) with scales
-    1e-10..1e-1: shifts to 62, zy added by the block (too large to fold into rnd)"""
+    """3 x 3 over 64 channels (ResNet-8's last convs: K' = 576, the largest 4-pixel tile) with
+    scales 1e-10..1e-1: shifts to 62, zy added by the block (too large to fold into rnd)"""
     return trained_conv(b, x[0], 64, 10, (3, 3), -10.0, -1.0, pads=[1, 1, 1, 1])
+
+
+@case((1, 80, 5, 5))
+def dsp_tile_3x3_k720(b, x):
+    """3 x 3 over 80 channels: K' = 720, 3-pixel tiles (4 do not fit the column buffer), 25
+    pixels (a 1-pixel tile last)"""
+    return b.conv(x[0], 80, 6, (3, 3), pads=[1, 1, 1, 1])
 
 
 @case((1, 16, 6, 7))

@@ -18,7 +18,7 @@ rewrites the portable arguments for it; the C headers only implement:
   sum is the portable kernel's sum over valid taps, exactly.
 
 A rule declines (Declined, with the reason the build reports) only when its kernel cannot
-take the call (today: a convolution group of more than 2048 input channels); the call then
+take the call (today: a convolution group of more than 2304 input channels); the call then
 falls back to the portable kernel. Each rule's docstring says when it applies.
 Every kernel here is bit-identical to its portable counterpart (board_tests/test_kernels_m7_dsp.py).
 """
@@ -31,7 +31,7 @@ from ..contract import Declined, KernelCall, Weight, kernel
 from ..kernel_sets import Answer, KernelSet, register_kernel_set
 from ..simd_layout import STRIDED_SOFTMAX, pick, row_softmax_args, undilated_pool
 
-COL_WORDS = 1024  # CUVIL_DSP_COL_WORDS in the headers: K' <= 1024 int16 values per pixel
+COL_WORDS = 1152  # CUVIL_DSP_COL_WORDS (conv2d_s8_dsp.h.j2): the tile's columns, px * K' <= 2 * COL_WORDS values
 RUN_BYTES = 256  # CUVIL_DSP_RUN: the longest window of the "run" layout (conv2d_s8_dsp.h.j2)
 SET = "cortex_m_dsp"
 
@@ -227,9 +227,10 @@ def conv_im2col(c: KernelCall, node: Node, g: Graph, w8: bool) -> Answer:
     """Convolution with any groups, strides, dilations and pads: per group, im2col of a tile of
     pixels + the register-tile GEMM over that group's channel-pair streams when the tile's
     columns (kh x kw x c/groups values each, each kernel row rounded up to even) fit the
-    2048-value stack buffer: tiles of 4 pixels x 2 channels where they fit, else 3 or 2, the
-    width chosen by tile_cost; else a 1 x 1 GEMM goes to the FC kernel and anything else to the
-    K-tiled path (tiles of whole taps; declined only past 2048 input channels per group). A
+    2 * COL_WORDS-value stack buffer: tiles of 4 pixels x 2 channels where they fit (K' <= 576),
+    else 3 or 2, the width chosen by tile_cost; else a 1 x 1 GEMM goes to the FC kernel and
+    anything else to the K-tiled path (tiles of whole taps; declined only past 2 * COL_WORDS
+    input channels per group). A
     pointwise convolution (1 x 1, stride 1, no padding) is one row of pixels: its tiles run
     across image rows."""
     a = c.args
