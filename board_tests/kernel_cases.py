@@ -1130,7 +1130,7 @@ def dsp_fc_1280_channels(b, x):
 @case((1, 130, 6, 5))
 def dsp_conv_tiled_3x3_c130(b, x):
     """3 x 3 over 130 channels: a column of 1170 values, the K-tiled path (taps of 132 values,
-    15 per tile), pads and stride 2, 5 output channels (an odd last one)"""
+    17 per tile), pads and stride 2, 5 output channels (an odd last one)"""
     return b.conv(x[0], 130, 5, (3, 3), strides=[2, 1], pads=[1, 1, 0, 1])
 
 
@@ -1194,6 +1194,56 @@ def dsp_wide_rows_dw_mult2(b, x):
 def dsp_grouped3_dilated(b, x):
     """groups 3 (4 -> 2 channels each), dilation 2 x 3, pads"""
     return b.conv(x[0], 12, 6, (3, 2), group=3, dilations=[2, 3], pads=[2, 1, 1, 2])
+
+
+# --- conv2d_s8_dsp's register tiles (issue 27): tile widths 4, 3, 2 and 1 (the last tile of a
+# layer), the "run" layout of 3-channel stems, pointwise layers as one row of pixels, zy added
+# by the block where it cannot be folded into rnd, the clamp pass after the tiles.
+@case((1, 3, 13, 14))
+def dsp_tile_stem_s2(b, x):
+    """a 3-channel stem, 3 x 3 stride 2, pads 0 0 1 1 (VWW's): the "run" layout (27 values, one
+    pad at the end), 7 x 7 outputs (4-pixel tiles across rows, a 1-pixel tile last)"""
+    return b.op("Relu", [b.conv(x[0], 3, 8, (3, 3), strides=[2, 2], pads=[0, 0, 1, 1])])
+
+
+@case((1, 3, 9, 10))
+def dsp_tile_stem_s1_pad1(b, x):
+    """a 3-channel stem, 3 x 3 stride 1, pad 1 (ResNet-8's), 16 channels: the "run" layout with
+    padded taps, 90 pixels (a 2-pixel tile last)"""
+    return b.conv(x[0], 3, 16, (3, 3), pads=[1, 1, 1, 1])
+
+
+@case((1, 16, 7, 5))
+def dsp_tile_pw_rows(b, x):
+    """pointwise 16 -> 12 on 7 x 5 pixels: tiles across image rows, a 3-pixel tile last"""
+    return b.conv(x[0], 16, 12, (1, 1))
+
+
+@case((1, 256, 3, 3))
+def dsp_trained_tile_pw_3x3_256(b, x):
+    """pointwise 256 -> 27 on 3 x 3 pixels (VWW's last layers) with trained-like scales
+    1e-9..1e-1 (wide accumulators, K' = 256): few pixels, an odd last channel"""
+    return trained_conv(b, x[0], 256, 27, (1, 1), -9.0, -1.0)
+
+
+@case((1, 64, 5, 6))
+def dsp_trained_tile_3x3_k576(b, x):
+    """3 x 3 over 64 channels (ResNet-8's last convs: K' = 576, the largest 4-pixel tile) with
+    scales 1e-10..1e-1: shifts to 62, zy added by the block (too large to fold into rnd)"""
+    return trained_conv(b, x[0], 64, 10, (3, 3), -10.0, -1.0, pads=[1, 1, 1, 1])
+
+
+@case((1, 80, 5, 5))
+def dsp_tile_3x3_k720(b, x):
+    """3 x 3 over 80 channels: K' = 720, 3-pixel tiles (4 do not fit the column buffer), 25
+    pixels (a 1-pixel tile last)"""
+    return b.conv(x[0], 80, 6, (3, 3), pads=[1, 1, 1, 1])
+
+
+@case((1, 16, 6, 7))
+def dsp_tile_clip_narrow(b, x):
+    """3 x 3, 16 -> 6 with a narrow fused clip: the clamp pass over the tiles' outputs"""
+    return b.clip(b.conv(x[0], 16, 6, (3, 3), pads=[1, 0, 1, 1]), -0.2, 0.3)
 
 
 @case((1, 8, 9, 10))

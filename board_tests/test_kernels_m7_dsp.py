@@ -86,6 +86,21 @@ def test_fast_requant_equals_the_reference_rule():
     assert kset.fast_requant(np.array([2**30, 2**30]), np.array([40, 32]))[1] == 0
 
 
+def test_zy_folds_into_rnd_only_where_exact():
+    """fold_zy: rnd + zy * 2^s gives the same floor at 2^s as adding zy after the shift, for
+    every int32 accumulator, and is refused where the sum could leave int32 (large s) or for the
+    64-bit form (s = 0)."""
+    for s_, zy in ((5, -128), (13, 77), (22, -128), (1, 127)):
+        q = np.array([[1518500250, 1 << (s_ - 1), s_]], dtype=np.int64)
+        folded = kset.fold_zy(q.astype(np.int32), zy)
+        assert folded is not None
+        acc = np.concatenate([RNG.integers(-2**31, 2**31, 2000, dtype=np.int64), [-2**31, 2**31 - 1, 0]])
+        hi = (acc * q[0, 0]) >> 32
+        assert np.array_equal((hi + int(folded[0, 1])) >> s_, ((hi + q[0, 1]) >> s_) + zy)
+    assert kset.fold_zy(np.array([[1 << 30, 1 << 29, 30]], dtype=np.int32), -5) is None
+    assert kset.fold_zy(np.array([[1 << 30, 40, 0]], dtype=np.int32), 3) is None
+
+
 def test_shared_helpers_live_in_one_header_each():
     """Kernel headers include the set's shared helper headers instead of carrying copies."""
     helpers = {p.name for p in TEMPLATES.glob("cuvil_*.h")}
@@ -221,6 +236,28 @@ def test_residual_add_ran_in_place(grid):
     assert second["arena_offset"] in (first["arena_offset"], r["arena_offset"]), mine
     portable = {la["name"]: la["arena_offset"] for la in grid("dsp_paths").info[PORTABLE]["layers"]}
     assert portable[first["name"]] != portable[c["name"]]  # the portable add has no overlap rule
+
+
+@pytest.mark.slow
+def test_conv_tile_variants_are_reached(grid):
+    """conv2d_s8_dsp's variants (rules.conv_im2col, named in the manifest): 4-pixel and 3-pixel
+    tiles, the "run" layout of 3-channel stems, the C requantization (a shift below 33) and
+    the K-tiled path all run in the dsp_ cases; the tile_ cases end on tiles of 1, 2 and 3
+    pixels, and one has the block add zy (too large to fold into rnd)."""
+    layers = grid("dsp_paths").info[DSP]["layers"]
+    variants = {layer.get("variant") for layer in layers if layer["kernel"] == "conv2d_s8_dsp"}
+    assert {"4x2 w8", "3x2 w8", "4x2 w8 run", "4x2 w8 c-requant", "k-tiled w8"} <= variants, variants
+    g = kc.reference_graph(grid("dsp_paths").net, DSP, PROFILE, "int8")
+    nodes = {n.name: n for n in g.nodes}
+    tails, unfolded = set(), 0
+    for layer in layers:
+        node = nodes.get(layer["name"])
+        if layer["kernel"] == "conv2d_s8_dsp" and node is not None and "_tile_" in layer["name"]:
+            n, h, w, _ = g.tensors[node.outputs[0]].shape  # NHWC
+            tails.add(n * h * w % int(layer["variant"][0]))
+            q, fastq = kset.fast_requant(node.q["mult"], node.q["shift"])
+            unfolded += fastq == 1 and kset.fold_zy(q, int(node.q["zy"])) is None
+    assert {1, 2, 3} <= tails and unfolded >= 1, (tails, unfolded)
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ declare(SET, "avgpool_s8_dsp", In("in", "int8_t"), Out("out", "int8_t"),
         *I("n h w c oh ow kh kw sh sw pt pl pb pr include_pad"), *I("zx zy", "int32_t"), W("mult", "int32_t"),
         W("shift", "int32_t"))
 declare(SET, "conv2d_s8_dsp", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int16_t"),
-        *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups seg kp fastq tile w8"), *I("nzx2", "uint32_t"), *I("zx zy", "int32_t"),
+        *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups seg kp fastq tile px concat zyfold w8"), *I("nzx2", "uint32_t"), *I("zx zy", "int32_t"),
         *I("lo4 hi4", "uint32_t"))
 declare(SET, "conv2d_s8_dsp_dw", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int16_t"),
         *I("n h wd c oh ow kh kw sh sw pt pl wp cc stream"), *I("nzx2", "uint32_t"), *I("zx zy", "int32_t"),
