@@ -311,7 +311,7 @@ static void cuvil_dw3x3_full(const struct cuvil_dw *args, int cc_max)
     struct cuvil_dw k = *args;
     const int slots = (k.oh - 1) * k.sw + 3;
     const long rs = (long)cc_max * k.wp;
-    for (int i = 0; i < slots * rs; i++) ring[i] = 0;
+    memset(ring, 0, (size_t)(slots * rs) * sizeof ring[0]);
     for (int ch0 = 0; ch0 < args->c; ch0 += cc_max) {
         k.cc = args->c - ch0 < cc_max ? args->c - ch0 : cc_max;
         k.in = args->in + ch0;

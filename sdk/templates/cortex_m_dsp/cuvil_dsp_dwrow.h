@@ -102,7 +102,7 @@ static void cuvil_dw_run(const struct cuvil_dw *args, int cc_max, int zplanes,
 {
     int16_t ring[CUVIL_DSP_DW_VALUES] __attribute__((aligned(8)));
     struct cuvil_dw k = *args;
-    for (int i = 0; i < (k.kh * cc_max + zplanes) * k.wp; i++) ring[i] = 0;
+    memset(ring, 0, (size_t)((k.kh * cc_max + zplanes) * k.wp) * sizeof ring[0]);
     k.ring = ring;
     k.zero = ring + k.kh * cc_max * k.wp;
     for (int ch0 = 0; ch0 < args->c; ch0 += cc_max) {
