@@ -134,7 +134,7 @@ struct cuvil_dw3f {
 
 /* Requantization and stores, fast form (zy in rz, no clamp): 4 strided byte stores, fewer
  * in the channel's last block (then on to label 3, the channel's end). */
-#define CUVIL_DW3_STORE_FAST                  \
+#define CUVIL_DW3_STORE_FAST(NEXT)            \
     "ldm r12, {r0, r4, r5, r6, r7, lr}\n\t"   \
     "smmla r8, r8, r0, r4\n\t"                \
     "smmla r9, r9, r0, r4\n\t"                \
@@ -157,7 +157,7 @@ struct cuvil_dw3f {
     "strb r11, [r7, r6]\n\t"                  \
     "add r7, r7, r6, lsl #1\n\t"              \
     "strd r7, lr, [r12, #16]\n\t"             \
-    "b 2b\n\t"                                \
+    NEXT                                      \
     "4:\n\t"                                  \
     "adds lr, lr, #4\n\t"                     \
     "strb r8, [r7]\n\t"                       \
@@ -171,7 +171,7 @@ struct cuvil_dw3f {
     "blt 3f\n\t"                              \
     "strb r11, [r7, r6]\n\t"
 /* General form: zy added after the shift, saturated, packed, clamped to [lo, hi]. */
-#define CUVIL_DW3_STORE_CLAMP                 \
+#define CUVIL_DW3_STORE_CLAMP(NEXT)           \
     "ldm r12, {r0, r4, r5, r6, r7, lr}\n\t"   \
     "smmla r8, r8, r0, r4\n\t"                \
     "smmla r9, r9, r0, r4\n\t"                \
@@ -203,7 +203,7 @@ struct cuvil_dw3f {
     "strb r8, [r7, r6]\n\t"                   \
     "add r7, r7, r6, lsl #1\n\t"              \
     "strd r7, lr, [r12, #16]\n\t"             \
-    "b 2b\n\t"                                \
+    NEXT                                      \
     "4:\n\t"                                  \
     "adds lr, lr, #4\n\t"                     \
     "strb r8, [r7]\n\t"                       \
@@ -220,6 +220,70 @@ struct cuvil_dw3f {
     "add r7, r7, r6\n\t"                      \
     "lsr r8, r8, #8\n\t"                      \
     "strb r8, [r7, r6]\n\t"
+
+/* The 2-output tail block (a row of 4k + 1 or 4k + 2 outputs, k >= 1): after a full 4-output
+ * block with 1 or 2 outputs left, the last block computes 2 outputs only (the row pointers
+ * advance as for a 4-output block, so the row's end adjustment is the same). */
+#define CUVIL_DW3_ROW2_S1(R, W, A0, A1)       \
+    "ldrd lr, r0, [" R "], #8\n\t"            \
+    "ldrd r4, r5, [r12, #" W "]\n\t"          \
+    "smlad r8, lr, r4, " A0 "\n\t"            \
+    "smlatb r9, lr, r4, " A1 "\n\t"           \
+    "smlabt r8, r0, r5, r8\n\t"               \
+    "smlad r9, r0, r5, r9\n\t"
+#define CUVIL_DW3_ROW2_S2(R, W, A0, A1)       \
+    "ldrd lr, r0, [" R "], #16\n\t"           \
+    "ldrd r4, r5, [r12, #" W "]\n\t"          \
+    "ldr r10, [" R ", #-8]\n\t"               \
+    "smlad r8, lr, r4, " A0 "\n\t"            \
+    "smlabt r8, r0, r5, r8\n\t"               \
+    "smlad r9, r0, r4, " A1 "\n\t"            \
+    "smlabt r9, r10, r5, r9\n\t"
+#define CUVIL_DW3_ROWS2(ROW2)                 \
+    "ldr r6, [r12, #24]\n\t"                  \
+    ROW2("r1", "28", "r6", "r6")              \
+    ROW2("r2", "36", "r8", "r9")              \
+    ROW2("r3", "44", "r8", "r9")
+#define CUVIL_DW3_STORE2_FAST                 \
+    "ldm r12, {r0, r4, r5, r6, r7, lr}\n\t"   \
+    "smmla r8, r8, r0, r4\n\t"                \
+    "smmla r9, r9, r0, r4\n\t"                \
+    "asr r8, r8, r5\n\t"                      \
+    "asr r9, r9, r5\n\t"                      \
+    "ssat r8, #8, r8\n\t"                     \
+    "ssat r9, #8, r9\n\t"                     \
+    "strb r8, [r7]\n\t"                       \
+    "cmp lr, #2\n\t"                          \
+    "blt 3f\n\t"                              \
+    "strb r9, [r7, r6]\n\t"
+#define CUVIL_DW3_STORE2_CLAMP                \
+    "ldm r12, {r0, r4, r5, r6, r7, lr}\n\t"   \
+    "smmla r8, r8, r0, r4\n\t"                \
+    "smmla r9, r9, r0, r4\n\t"                \
+    "asr r8, r8, r5\n\t"                      \
+    "asr r9, r9, r5\n\t"                      \
+    "ldr r0, [r12, #60]\n\t"                  \
+    "add r8, r8, r0\n\t"                      \
+    "add r9, r9, r0\n\t"                      \
+    "ssat r8, #8, r8\n\t"                     \
+    "ssat r9, #8, r9\n\t"                     \
+    "bfi r8, r9, #8, #8\n\t"                  \
+    "ldrd r4, r5, [r12, #52]\n\t"             \
+    "ssub8 r0, r8, r4\n\t"                    \
+    "sel r8, r8, r4\n\t"                      \
+    "ssub8 r0, r5, r8\n\t"                    \
+    "sel r8, r8, r5\n\t"                      \
+    "strb r8, [r7]\n\t"                       \
+    "cmp lr, #2\n\t"                          \
+    "blt 3f\n\t"                              \
+    "lsr r8, r8, #8\n\t"                      \
+    "strb r8, [r7, r6]\n\t"
+/* After a full 4-output block: on with 4 more (more than 2 left), else the 2-output block. */
+#define CUVIL_DW3_TAIL2(ROW2, STORE2)         \
+    "cmp lr, #2\n\t"                          \
+    "bgt 2b\n\t"                              \
+    CUVIL_DW3_ROWS2(ROW2) STORE2              \
+    "b 3f\n\t"
 
 /* One output row of every channel of the chunk: per channel its weights (CUVIL_DW3_CHANNEL),
  * then blocks of 4 outputs (ROW for the three kernel rows, STORE), then the row pointers on
@@ -257,10 +321,19 @@ struct cuvil_dw3f {
                          : "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc",  \
                            "memory");                                                                        \
     }
-CUVIL_DW3_FN(cuvil_dw3x3_s1, CUVIL_DW3_ROW_S1, CUVIL_DW3_STORE_FAST)
-CUVIL_DW3_FN(cuvil_dw3x3_s2, CUVIL_DW3_ROW_S2, CUVIL_DW3_STORE_FAST)
-CUVIL_DW3_FN(cuvil_dw3x3_s1_clamp, CUVIL_DW3_ROW_S1, CUVIL_DW3_STORE_CLAMP)
-CUVIL_DW3_FN(cuvil_dw3x3_s2_clamp, CUVIL_DW3_ROW_S2, CUVIL_DW3_STORE_CLAMP)
+#define CUVIL_DW3_LOOP "b 2b\n\t"
+CUVIL_DW3_FN(cuvil_dw3x3_s1, CUVIL_DW3_ROW_S1, CUVIL_DW3_STORE_FAST(CUVIL_DW3_LOOP))
+CUVIL_DW3_FN(cuvil_dw3x3_s2, CUVIL_DW3_ROW_S2, CUVIL_DW3_STORE_FAST(CUVIL_DW3_LOOP))
+CUVIL_DW3_FN(cuvil_dw3x3_s1_clamp, CUVIL_DW3_ROW_S1, CUVIL_DW3_STORE_CLAMP(CUVIL_DW3_LOOP))
+CUVIL_DW3_FN(cuvil_dw3x3_s2_clamp, CUVIL_DW3_ROW_S2, CUVIL_DW3_STORE_CLAMP(CUVIL_DW3_LOOP))
+CUVIL_DW3_FN(cuvil_dw3x3_s1_t2, CUVIL_DW3_ROW_S1,
+             CUVIL_DW3_STORE_FAST(CUVIL_DW3_TAIL2(CUVIL_DW3_ROW2_S1, CUVIL_DW3_STORE2_FAST)))
+CUVIL_DW3_FN(cuvil_dw3x3_s2_t2, CUVIL_DW3_ROW_S2,
+             CUVIL_DW3_STORE_FAST(CUVIL_DW3_TAIL2(CUVIL_DW3_ROW2_S2, CUVIL_DW3_STORE2_FAST)))
+CUVIL_DW3_FN(cuvil_dw3x3_s1_clamp_t2, CUVIL_DW3_ROW_S1,
+             CUVIL_DW3_STORE_CLAMP(CUVIL_DW3_TAIL2(CUVIL_DW3_ROW2_S1, CUVIL_DW3_STORE2_CLAMP)))
+CUVIL_DW3_FN(cuvil_dw3x3_s2_clamp_t2, CUVIL_DW3_ROW_S2,
+             CUVIL_DW3_STORE_CLAMP(CUVIL_DW3_TAIL2(CUVIL_DW3_ROW2_S2, CUVIL_DW3_STORE2_CLAMP)))
 
 /* The frame of one call: the chunk's rows from `rows` (kernel rows 0-2 of the first output
  * row), nrow output rows from output row oy (of the batch-flattened walk), input rows rs bytes
@@ -287,12 +360,14 @@ static void cuvil_dw3x3_call(const struct cuvil_dw *k, int oy, const int16_t *co
     f.r0 = rows[0];
     f.r1 = rows[1];
     f.r2 = rows[2];
+    /* rows of 4k + 1 or 4k + 2 outputs (k >= 1) end with a 2-output block */
+    const int t2 = k->ow > 4 && (k->ow & 3) != 0 && (k->ow & 3) <= 2;
     if (k->fast) {
-        if (k->sw == 1) cuvil_dw3x3_s1(&f);
-        else cuvil_dw3x3_s2(&f);
+        if (k->sw == 1) (t2 ? cuvil_dw3x3_s1_t2 : cuvil_dw3x3_s1)(&f);
+        else (t2 ? cuvil_dw3x3_s2_t2 : cuvil_dw3x3_s2)(&f);
     } else {
-        if (k->sw == 1) cuvil_dw3x3_s1_clamp(&f);
-        else cuvil_dw3x3_s2_clamp(&f);
+        if (k->sw == 1) (t2 ? cuvil_dw3x3_s1_clamp_t2 : cuvil_dw3x3_s1_clamp)(&f);
+        else (t2 ? cuvil_dw3x3_s2_clamp_t2 : cuvil_dw3x3_s2_clamp)(&f);
     }
 }
 
