@@ -17,7 +17,9 @@ static inline uint32_t cuvil_pkhtb(uint32_t hi, uint32_t lo)
 }
 
 /* Channels [0, cc) of input row `src` (w pixels, `c` bytes apart) into planes at dst
- * (dst[ch * wp + pl + ix]); 4 channels x 2 pixels per step. */
+ * (dst[ch * wp + pl + ix]); 4 channels x 2 pixels per step: the pixels' words a, b as the
+ * bytes [a0 a1 b0 b1] and [a2 a3 b2 b3] (PKHBT, PKHTB), then SXTAB16 (and ror 8) of each is
+ * one channel's pair of pixels minus zx. */
 static void cuvil_dw_row(const int8_t *src, int16_t *dst, int w, int cc, long c, int wp, int pl, uint32_t nzx2,
                          int32_t zx)
 {
@@ -28,12 +30,11 @@ static void cuvil_dw_row(const int8_t *src, int16_t *dst, int w, int cc, long c,
         int ix = 0;
         for (; ix + 2 <= w; ix += 2, s += 2 * c) {
             const uint32_t a = cuvil_ld32(s), b = cuvil_ld32(s + c);
-            const uint32_t a02 = cuvil_sxtab16(nzx2, a), a13 = cuvil_sxtab16_r8(nzx2, a);
-            const uint32_t b02 = cuvil_sxtab16(nzx2, b), b13 = cuvil_sxtab16_r8(nzx2, b);
-            cuvil_st32(d + ix, cuvil_pkhbt(a02, b02));
-            cuvil_st32(d + wp + ix, cuvil_pkhbt(a13, b13));
-            cuvil_st32(d + 2 * wp + ix, cuvil_pkhtb(b02, a02));
-            cuvil_st32(d + 3 * wp + ix, cuvil_pkhtb(b13, a13));
+            const uint32_t lo = cuvil_pkhbt(a, b), hi = cuvil_pkhtb(b, a);
+            cuvil_st32(d + ix, cuvil_sxtab16(nzx2, lo));
+            cuvil_st32(d + wp + ix, cuvil_sxtab16_r8(nzx2, lo));
+            cuvil_st32(d + 2 * wp + ix, cuvil_sxtab16(nzx2, hi));
+            cuvil_st32(d + 3 * wp + ix, cuvil_sxtab16_r8(nzx2, hi));
         }
         if (ix < w) {
             const uint32_t a = cuvil_ld32(s);
