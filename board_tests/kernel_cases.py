@@ -817,6 +817,12 @@ def dsp_dw3x3_t2_s1_clamp(b, x):
     return b.clip(b.conv(x[0], 8, 8, (3, 3), group=8, pads=[1, 1, 1, 1]), -0.1, 0.3)
 
 
+@case((1, 8, 6, 6))
+def dsp_dw3x3_o3_s2(b, x):
+    """stride 2 on 6 x 6 (pads 0011): rows of 3 outputs, the 3-output block, the fast store"""
+    return b.op("Relu", [b.conv(x[0], 8, 8, (3, 3), group=8, strides=[2, 2], pads=[0, 0, 1, 1])])
+
+
 @case((1, 8, 9, 8))
 def dsp_dw_3x2_s21(b, x):
     """the general depthwise kernel: 3 x 2 kernel, strides (2, 1)"""
@@ -1122,6 +1128,13 @@ def dsp_trained_dw3x3_t2_fold(b, x):
     """depthwise 3 x 3 stride 1 on 6 x 6 with ReLU, channel scales 1e-3..1 (the zy fold, the
     fast 2-output store), weights of every magnitude"""
     return b.op("Relu", [trained_conv(b, x[0], 16, 16, (3, 3), -3.0, 0.0, group=16, pads=[1, 1, 1, 1])])
+
+
+@case((1, 16, 3, 3))
+def dsp_trained_dw3x3_o3(b, x):
+    """depthwise 3 x 3 stride 1 on 3 x 3, channel scales 1e-10..1 (shifts past the zy fold):
+    the 3-output block with the general store, weights of every magnitude"""
+    return trained_conv(b, x[0], 16, 16, (3, 3), -10.0, 0.0, group=16, pads=[1, 1, 1, 1])
 
 
 @case((1, 16, 12, 12))
