@@ -804,6 +804,25 @@ def dsp_dw3x3_ring_s1_chunks(b, x):
     return b.op("Relu", [b.conv(x[0], 20, 20, (3, 3), group=20, pads=[1, 1, 1, 1])])
 
 
+@case((1, 6, 10, 10))
+def dsp_dw3x3_t2_image_s2_clamp(b, x):
+    """stride 2 on 10 x 10 (pads 0011, rows of 5 outputs: a 4-output and a 2-output block),
+    whole-image mode, a narrow clip: the clamping 2-output store"""
+    return b.clip(b.conv(x[0], 6, 6, (3, 3), group=6, strides=[2, 2], pads=[0, 0, 1, 1]), 0.0, 0.3)
+
+
+@case((1, 8, 5, 13))
+def dsp_dw3x3_t2_s1_clamp(b, x):
+    """stride 1 on 5 x 13: rows of 13 outputs (3 blocks and a 2-output block storing 1), a clip"""
+    return b.clip(b.conv(x[0], 8, 8, (3, 3), group=8, pads=[1, 1, 1, 1]), -0.1, 0.3)
+
+
+@case((1, 8, 6, 6))
+def dsp_dw3x3_o3_s2(b, x):
+    """stride 2 on 6 x 6 (pads 0011): rows of 3 outputs, the 3-output block, the fast store"""
+    return b.op("Relu", [b.conv(x[0], 8, 8, (3, 3), group=8, strides=[2, 2], pads=[0, 0, 1, 1])])
+
+
 @case((1, 8, 9, 8))
 def dsp_dw_3x2_s21(b, x):
     """the general depthwise kernel: 3 x 2 kernel, strides (2, 1)"""
@@ -1095,6 +1114,27 @@ def dsp_trained_dw3x3_image_s2(b, x):
     """depthwise 3 x 3 stride 2 on a small image, channel scales 1e-9..1e1 (shifts past the
     zy fold and biases near the int32 clip): whole-image mode, the general store"""
     return trained_conv(b, x[0], 64, 64, (3, 3), -9.0, 1.0, group=64, strides=[2, 2], pads=[1, 1, 1, 1])
+
+
+@case((1, 4, 12, 12))
+def dsp_trained_dw3x3_t2_s2(b, x):
+    """depthwise 3 x 3 stride 2 on 12 x 12 (VWW's shape: rows of 6 outputs, the 2-output tail
+    block), channel scales 1e-9..1e1: shifts past the zy fold, biases near the int32 clip"""
+    return trained_conv(b, x[0], 4, 4, (3, 3), -9.0, 1.0, group=4, strides=[2, 2], pads=[0, 0, 1, 1])
+
+
+@case((1, 16, 6, 6))
+def dsp_trained_dw3x3_t2_fold(b, x):
+    """depthwise 3 x 3 stride 1 on 6 x 6 with ReLU, channel scales 1e-3..1 (the zy fold, the
+    fast 2-output store), weights of every magnitude"""
+    return b.op("Relu", [trained_conv(b, x[0], 16, 16, (3, 3), -3.0, 0.0, group=16, pads=[1, 1, 1, 1])])
+
+
+@case((1, 16, 3, 3))
+def dsp_trained_dw3x3_o3(b, x):
+    """depthwise 3 x 3 stride 1 on 3 x 3, channel scales 1e-10..1 (shifts past the zy fold):
+    the 3-output block with the general store, weights of every magnitude"""
+    return trained_conv(b, x[0], 16, 16, (3, 3), -10.0, 0.0, group=16, pads=[1, 1, 1, 1])
 
 
 @case((1, 16, 12, 12))

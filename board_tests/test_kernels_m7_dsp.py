@@ -261,6 +261,20 @@ def test_conv_tile_variants_are_reached(grid):
 
 
 @pytest.mark.slow
+def test_dw3x3_variants_are_reached(grid):
+    """conv2d_s8_dsp_dw3x3's variants (rules.conv_depthwise): stride 1 and 2, the whole image
+    and the row ring, the clamping store, the transposed walk and the 2-output tail block
+    ("t2": rows of 4k + 1 or 4k + 2 outputs) and the 3-output block ("3px": rows of 3) with the
+    fast and the clamping store."""
+    variants = {layer.get("variant") for layer in grid("dsp_paths").info[DSP]["layers"]
+                if layer["kernel"] == "conv2d_s8_dsp_dw3x3"}
+    for want in ("s1 w8 image", "s1 w8 ring", "s2 w8 image", "s2 w8 ring", "clamp", " T", "s1 w8 image t2",
+                 "s1 w8 ring t2", "s2 w8 image t2", "s1 w8 image clamp t2", "s2 w8 image clamp t2",
+                 "3px s1 w8 image", "3px s2 w8 image", "3px s1 w8 image clamp", "3px s2 w8 image clamp"):
+        assert any(want in v for v in variants), (want, sorted(variants))
+
+
+@pytest.mark.slow
 def test_int16_weight_layout_equals_the_int8_default(grid, tmp_path):
     """--weight-layout int16 (GEMM/FC weights pre-widened in flash) gives the same bits as the
     default int8 layout (SXTB16 in registers) on every dsp_ case, and stores more weight bytes;

@@ -385,8 +385,9 @@ def conv_depthwise(c: KernelCall, node: Node, g: Graph, w8: bool = True) -> Answ
             call = kernel(SET, "conv2d_s8_dsp_dw3x3")(
                 **io, w=Weight("w16", dw3x3_stream(wq, b, q, w8), "int16_t"), h=h, wd=wd, oh=oh, ow=ow,
                 s=sw, pt=pt, pl=pl, transposed=int(transposed), wp=wp, cc=cc, w8=int(w8), fast=int(fast), full=int(full), **tail)
-            call.variant = (f"4px s{sw} {'w8' if w8 else 'w16'} {'image' if full else 'ring'}" +
-                            ("" if fast else " clamp") + (" T" if transposed else ""))
+            call.variant = (f"{3 if ow == 3 else 4}px s{sw} {'w8' if w8 else 'w16'} {'image' if full else 'ring'}" +
+                            ("" if fast else " clamp") + (" T" if transposed else "") +
+                            (" t2" if ow > 4 and 1 <= ow % 4 <= 2 else ""))  # the 2-output tail block
             return call
         if transposed:  # back to the real geometry for the general kernel
             h, wd, oh, ow, pt, pl = wd, h, ow, oh, pl, pt

@@ -1,6 +1,7 @@
 /* Cortex-M DSP (Armv7E-M) kernel set, cuvil-sdk. Generated code, do not edit.
- * conv2d_s8_dsp_dw3x3: depthwise 3x3 convolution, stride 1 or 2, 4 outputs per SMLAD block on
- * int16 row planes, int8 (or pre-widened int16) weights; layouts and constants come from
+ * conv2d_s8_dsp_dw3x3: depthwise 3x3 convolution, stride 1 or 2, 4 outputs per SMLAD block (a
+ * 2-output tail block, a 3-output block for rows of 3) on int16 row planes, int8 (or
+ * pre-widened int16) weights; layouts and constants come from
  * cuvil_sdk/kernels/cortex_m_dsp/rules.py (conv_depthwise). */
 /* ---- cuvil_dsp_common (identical in every cortex_m_dsp header; the first one included wins) ---- */
 #include "cuvil_dsp_common.h"
@@ -134,7 +135,7 @@ struct cuvil_dw3f {
 
 /* Requantization and stores, fast form (zy in rz, no clamp): 4 strided byte stores, fewer
  * in the channel's last block (then on to label 3, the channel's end). */
-#define CUVIL_DW3_STORE_FAST                  \
+#define CUVIL_DW3_STORE_FAST(NEXT)            \
     "ldm r12, {r0, r4, r5, r6, r7, lr}\n\t"   \
     "smmla r8, r8, r0, r4\n\t"                \
     "smmla r9, r9, r0, r4\n\t"                \
@@ -157,7 +158,7 @@ struct cuvil_dw3f {
     "strb r11, [r7, r6]\n\t"                  \
     "add r7, r7, r6, lsl #1\n\t"              \
     "strd r7, lr, [r12, #16]\n\t"             \
-    "b 2b\n\t"                                \
+    NEXT                                      \
     "4:\n\t"                                  \
     "adds lr, lr, #4\n\t"                     \
     "strb r8, [r7]\n\t"                       \
@@ -171,7 +172,7 @@ struct cuvil_dw3f {
     "blt 3f\n\t"                              \
     "strb r11, [r7, r6]\n\t"
 /* General form: zy added after the shift, saturated, packed, clamped to [lo, hi]. */
-#define CUVIL_DW3_STORE_CLAMP                 \
+#define CUVIL_DW3_STORE_CLAMP(NEXT)           \
     "ldm r12, {r0, r4, r5, r6, r7, lr}\n\t"   \
     "smmla r8, r8, r0, r4\n\t"                \
     "smmla r9, r9, r0, r4\n\t"                \
@@ -203,7 +204,7 @@ struct cuvil_dw3f {
     "strb r8, [r7, r6]\n\t"                   \
     "add r7, r7, r6, lsl #1\n\t"              \
     "strd r7, lr, [r12, #16]\n\t"             \
-    "b 2b\n\t"                                \
+    NEXT                                      \
     "4:\n\t"                                  \
     "adds lr, lr, #4\n\t"                     \
     "strb r8, [r7]\n\t"                       \
@@ -221,11 +222,147 @@ struct cuvil_dw3f {
     "lsr r8, r8, #8\n\t"                      \
     "strb r8, [r7, r6]\n\t"
 
+/* The 2-output tail block (a row of 4k + 1 or 4k + 2 outputs, k >= 1): after a full 4-output
+ * block with 1 or 2 outputs left, the last block computes 2 outputs only (the row pointers
+ * advance as for a 4-output block, so the row's end adjustment is the same). */
+#define CUVIL_DW3_ROW2_S1(R, W, A0, A1)       \
+    "ldrd lr, r0, [" R "], #8\n\t"            \
+    "ldrd r4, r5, [r12, #" W "]\n\t"          \
+    "smlad r8, lr, r4, " A0 "\n\t"            \
+    "smlatb r9, lr, r4, " A1 "\n\t"           \
+    "smlabt r8, r0, r5, r8\n\t"               \
+    "smlad r9, r0, r5, r9\n\t"
+#define CUVIL_DW3_ROW2_S2(R, W, A0, A1)       \
+    "ldrd lr, r0, [" R "], #16\n\t"           \
+    "ldrd r4, r5, [r12, #" W "]\n\t"          \
+    "ldr r10, [" R ", #-8]\n\t"               \
+    "smlad r8, lr, r4, " A0 "\n\t"            \
+    "smlabt r8, r0, r5, r8\n\t"               \
+    "smlad r9, r0, r4, " A1 "\n\t"            \
+    "smlabt r9, r10, r5, r9\n\t"
+#define CUVIL_DW3_ROWS2(ROW2)                 \
+    "ldr r6, [r12, #24]\n\t"                  \
+    ROW2("r1", "28", "r6", "r6")              \
+    ROW2("r2", "36", "r8", "r9")              \
+    ROW2("r3", "44", "r8", "r9")
+#define CUVIL_DW3_STORE2_FAST                 \
+    "ldm r12, {r0, r4, r5, r6, r7, lr}\n\t"   \
+    "smmla r8, r8, r0, r4\n\t"                \
+    "smmla r9, r9, r0, r4\n\t"                \
+    "asr r8, r8, r5\n\t"                      \
+    "asr r9, r9, r5\n\t"                      \
+    "ssat r8, #8, r8\n\t"                     \
+    "ssat r9, #8, r9\n\t"                     \
+    "strb r8, [r7]\n\t"                       \
+    "cmp lr, #2\n\t"                          \
+    "blt 3f\n\t"                              \
+    "strb r9, [r7, r6]\n\t"
+#define CUVIL_DW3_STORE2_CLAMP                \
+    "ldm r12, {r0, r4, r5, r6, r7, lr}\n\t"   \
+    "smmla r8, r8, r0, r4\n\t"                \
+    "smmla r9, r9, r0, r4\n\t"                \
+    "asr r8, r8, r5\n\t"                      \
+    "asr r9, r9, r5\n\t"                      \
+    "ldr r0, [r12, #60]\n\t"                  \
+    "add r8, r8, r0\n\t"                      \
+    "add r9, r9, r0\n\t"                      \
+    "ssat r8, #8, r8\n\t"                     \
+    "ssat r9, #8, r9\n\t"                     \
+    "bfi r8, r9, #8, #8\n\t"                  \
+    "ldrd r4, r5, [r12, #52]\n\t"             \
+    "ssub8 r0, r8, r4\n\t"                    \
+    "sel r8, r8, r4\n\t"                      \
+    "ssub8 r0, r5, r8\n\t"                    \
+    "sel r8, r8, r5\n\t"                      \
+    "strb r8, [r7]\n\t"                       \
+    "cmp lr, #2\n\t"                          \
+    "blt 3f\n\t"                              \
+    "lsr r8, r8, #8\n\t"                      \
+    "strb r8, [r7, r6]\n\t"
+/* After a full 4-output block: on with 4 more (more than 2 left), else the 2-output block. */
+#define CUVIL_DW3_TAIL2(ROW2, STORE2)         \
+    "cmp lr, #2\n\t"                          \
+    "bgt 2b\n\t"                              \
+    CUVIL_DW3_ROWS2(ROW2) STORE2              \
+    "b 3f\n\t"
+
+/* The 3-output block (rows of exactly 3 outputs: 3 x 3 images at stride 1, 6 x 6 at stride 2):
+ * the 4-output block less the fourth output's multiplies and store; the row pointers advance
+ * as for a 4-output block. */
+#define CUVIL_DW3_ROW3_S1(R, W, A0, A1, A2)   \
+    "ldrd lr, r0, [" R "], #8\n\t"            \
+    "ldrd r4, r5, [r12, #" W "]\n\t"          \
+    "ldr r7, [" R "]\n\t"                     \
+    "smlad r8, lr, r4, " A0 "\n\t"            \
+    "smlatb r9, lr, r4, " A1 "\n\t"           \
+    "smlad r10, r0, r4, " A2 "\n\t"           \
+    "smlabt r8, r0, r5, r8\n\t"               \
+    "smlad r9, r0, r5, r9\n\t"                \
+    "smlabt r10, r7, r5, r10\n\t"
+#define CUVIL_DW3_ROW3_S2(R, W, A0, A1, A2)   \
+    "ldrd lr, r0, [" R "], #8\n\t"            \
+    "ldrd r4, r5, [r12, #" W "]\n\t"          \
+    "smlad r8, lr, r4, " A0 "\n\t"            \
+    "smlabt r8, r0, r5, r8\n\t"               \
+    "smlad r9, r0, r4, " A1 "\n\t"            \
+    "ldrd lr, r0, [" R "], #8\n\t"            \
+    "smlabt r9, lr, r5, r9\n\t"               \
+    "smlad r10, lr, r4, " A2 "\n\t"           \
+    "smlabt r10, r0, r5, r10\n\t"
+#define CUVIL_DW3_ROWS3(ROW3)                 \
+    "ldr r6, [r12, #24]\n\t"                  \
+    ROW3("r1", "28", "r6", "r6", "r6")        \
+    ROW3("r2", "36", "r8", "r9", "r10")       \
+    ROW3("r3", "44", "r8", "r9", "r10")
+#define CUVIL_DW3_STORE3_FAST                 \
+    "ldm r12, {r0, r4, r5, r6, r7}\n\t"       \
+    "smmla r8, r8, r0, r4\n\t"                \
+    "smmla r9, r9, r0, r4\n\t"                \
+    "smmla r10, r10, r0, r4\n\t"              \
+    "asr r8, r8, r5\n\t"                      \
+    "asr r9, r9, r5\n\t"                      \
+    "asr r10, r10, r5\n\t"                    \
+    "ssat r8, #8, r8\n\t"                     \
+    "ssat r9, #8, r9\n\t"                     \
+    "ssat r10, #8, r10\n\t"                   \
+    "strb r8, [r7]\n\t"                       \
+    "strb r9, [r7, r6]\n\t"                   \
+    "add r7, r7, r6, lsl #1\n\t"              \
+    "strb r10, [r7]\n\t"
+#define CUVIL_DW3_STORE3_CLAMP                \
+    "ldm r12, {r0, r4, r5, r6, r7}\n\t"       \
+    "smmla r8, r8, r0, r4\n\t"                \
+    "smmla r9, r9, r0, r4\n\t"                \
+    "smmla r10, r10, r0, r4\n\t"              \
+    "asr r8, r8, r5\n\t"                      \
+    "asr r9, r9, r5\n\t"                      \
+    "asr r10, r10, r5\n\t"                    \
+    "ldr r0, [r12, #60]\n\t"                  \
+    "add r8, r8, r0\n\t"                      \
+    "add r9, r9, r0\n\t"                      \
+    "add r10, r10, r0\n\t"                    \
+    "ssat r8, #8, r8\n\t"                     \
+    "ssat r9, #8, r9\n\t"                     \
+    "ssat r10, #8, r10\n\t"                   \
+    "bfi r8, r9, #8, #8\n\t"                  \
+    "bfi r8, r10, #16, #8\n\t"                \
+    "ldrd r4, r5, [r12, #52]\n\t"             \
+    "ssub8 r0, r8, r4\n\t"                    \
+    "sel r8, r8, r4\n\t"                      \
+    "ssub8 r0, r5, r8\n\t"                    \
+    "sel r8, r8, r5\n\t"                      \
+    "strb r8, [r7]\n\t"                       \
+    "lsr r8, r8, #8\n\t"                      \
+    "strb r8, [r7, r6]\n\t"                   \
+    "add r7, r7, r6, lsl #1\n\t"              \
+    "lsr r8, r8, #8\n\t"                      \
+    "strb r8, [r7]\n\t"
+
 /* One output row of every channel of the chunk: per channel its weights (CUVIL_DW3_CHANNEL),
- * then blocks of 4 outputs (ROW for the three kernel rows, STORE), then the row pointers on
- * to the next channel's planes. r12 holds the frame; r7 (the Thumb frame pointer at -O0 or
+ * then its blocks (ROWS for the three kernel rows, then STORE: blocks of 4 outputs, or the
+ * 3-output block), then the row pointers on to the next channel's planes. r12 holds the frame; r7 (the Thumb frame pointer at -O0 or
  * with -fno-omit-frame-pointer, which GCC refuses as a clobber) is saved by the block. */
-#define CUVIL_DW3_FN(NAME, ROW, STORE)                                                                       \
+#define CUVIL_DW3_FN(NAME, ROWS, STORE)                                                                      \
     static void __attribute__((noinline)) NAME(struct cuvil_dw3f *f)                                         \
     {                                                                                                        \
         register struct cuvil_dw3f *fr __asm__("r0") = f;                                                    \
@@ -234,7 +371,7 @@ struct cuvil_dw3f {
                          "add r0, r12, #92\n\t"                                                              \
                          "ldm r0, {r1, r2, r3}\n\t"                                                          \
                          "1:\n\t" CUVIL_DW3_CHANNEL "5:\n\t" CUVIL_DW3_OUTROW                                \
-                         "2:\n\t" CUVIL_DW3_ROWS(ROW) STORE "3:\n\t"                                          \
+                         "2:\n\t" ROWS STORE "3:\n\t"                                          \
                          "ldr r0, [r12, #108]\n\t"                                                           \
                          "add r1, r1, r0\n\t"                                                                \
                          "add r2, r2, r0\n\t"                                                                \
@@ -257,10 +394,23 @@ struct cuvil_dw3f {
                          : "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "cc",  \
                            "memory");                                                                        \
     }
-CUVIL_DW3_FN(cuvil_dw3x3_s1, CUVIL_DW3_ROW_S1, CUVIL_DW3_STORE_FAST)
-CUVIL_DW3_FN(cuvil_dw3x3_s2, CUVIL_DW3_ROW_S2, CUVIL_DW3_STORE_FAST)
-CUVIL_DW3_FN(cuvil_dw3x3_s1_clamp, CUVIL_DW3_ROW_S1, CUVIL_DW3_STORE_CLAMP)
-CUVIL_DW3_FN(cuvil_dw3x3_s2_clamp, CUVIL_DW3_ROW_S2, CUVIL_DW3_STORE_CLAMP)
+#define CUVIL_DW3_LOOP "b 2b\n\t"
+CUVIL_DW3_FN(cuvil_dw3x3_s1, CUVIL_DW3_ROWS(CUVIL_DW3_ROW_S1), CUVIL_DW3_STORE_FAST(CUVIL_DW3_LOOP))
+CUVIL_DW3_FN(cuvil_dw3x3_s2, CUVIL_DW3_ROWS(CUVIL_DW3_ROW_S2), CUVIL_DW3_STORE_FAST(CUVIL_DW3_LOOP))
+CUVIL_DW3_FN(cuvil_dw3x3_s1_clamp, CUVIL_DW3_ROWS(CUVIL_DW3_ROW_S1), CUVIL_DW3_STORE_CLAMP(CUVIL_DW3_LOOP))
+CUVIL_DW3_FN(cuvil_dw3x3_s2_clamp, CUVIL_DW3_ROWS(CUVIL_DW3_ROW_S2), CUVIL_DW3_STORE_CLAMP(CUVIL_DW3_LOOP))
+CUVIL_DW3_FN(cuvil_dw3x3_s1_t2, CUVIL_DW3_ROWS(CUVIL_DW3_ROW_S1),
+             CUVIL_DW3_STORE_FAST(CUVIL_DW3_TAIL2(CUVIL_DW3_ROW2_S1, CUVIL_DW3_STORE2_FAST)))
+CUVIL_DW3_FN(cuvil_dw3x3_s2_t2, CUVIL_DW3_ROWS(CUVIL_DW3_ROW_S2),
+             CUVIL_DW3_STORE_FAST(CUVIL_DW3_TAIL2(CUVIL_DW3_ROW2_S2, CUVIL_DW3_STORE2_FAST)))
+CUVIL_DW3_FN(cuvil_dw3x3_s1_clamp_t2, CUVIL_DW3_ROWS(CUVIL_DW3_ROW_S1),
+             CUVIL_DW3_STORE_CLAMP(CUVIL_DW3_TAIL2(CUVIL_DW3_ROW2_S1, CUVIL_DW3_STORE2_CLAMP)))
+CUVIL_DW3_FN(cuvil_dw3x3_s2_clamp_t2, CUVIL_DW3_ROWS(CUVIL_DW3_ROW_S2),
+             CUVIL_DW3_STORE_CLAMP(CUVIL_DW3_TAIL2(CUVIL_DW3_ROW2_S2, CUVIL_DW3_STORE2_CLAMP)))
+CUVIL_DW3_FN(cuvil_dw3x3_s1_3, CUVIL_DW3_ROWS3(CUVIL_DW3_ROW3_S1), CUVIL_DW3_STORE3_FAST)
+CUVIL_DW3_FN(cuvil_dw3x3_s2_3, CUVIL_DW3_ROWS3(CUVIL_DW3_ROW3_S2), CUVIL_DW3_STORE3_FAST)
+CUVIL_DW3_FN(cuvil_dw3x3_s1_clamp_3, CUVIL_DW3_ROWS3(CUVIL_DW3_ROW3_S1), CUVIL_DW3_STORE3_CLAMP)
+CUVIL_DW3_FN(cuvil_dw3x3_s2_clamp_3, CUVIL_DW3_ROWS3(CUVIL_DW3_ROW3_S2), CUVIL_DW3_STORE3_CLAMP)
 
 /* The frame of one call: the chunk's rows from `rows` (kernel rows 0-2 of the first output
  * row), nrow output rows from output row oy (of the batch-flattened walk), input rows rs bytes
@@ -287,12 +437,15 @@ static void cuvil_dw3x3_call(const struct cuvil_dw *k, int oy, const int16_t *co
     f.r0 = rows[0];
     f.r1 = rows[1];
     f.r2 = rows[2];
+    /* rows of 4k + 1 or 4k + 2 outputs (k >= 1) end with a 2-output block; rows of 3 outputs
+     * are one 3-output block */
+    const int t2 = k->ow > 4 && (k->ow & 3) != 0 && (k->ow & 3) <= 2, o3 = k->ow == 3;
     if (k->fast) {
-        if (k->sw == 1) cuvil_dw3x3_s1(&f);
-        else cuvil_dw3x3_s2(&f);
+        if (k->sw == 1) (o3 ? cuvil_dw3x3_s1_3 : t2 ? cuvil_dw3x3_s1_t2 : cuvil_dw3x3_s1)(&f);
+        else (o3 ? cuvil_dw3x3_s2_3 : t2 ? cuvil_dw3x3_s2_t2 : cuvil_dw3x3_s2)(&f);
     } else {
-        if (k->sw == 1) cuvil_dw3x3_s1_clamp(&f);
-        else cuvil_dw3x3_s2_clamp(&f);
+        if (k->sw == 1) (o3 ? cuvil_dw3x3_s1_clamp_3 : t2 ? cuvil_dw3x3_s1_clamp_t2 : cuvil_dw3x3_s1_clamp)(&f);
+        else (o3 ? cuvil_dw3x3_s2_clamp_3 : t2 ? cuvil_dw3x3_s2_clamp_t2 : cuvil_dw3x3_s2_clamp)(&f);
     }
 }
 
@@ -311,7 +464,7 @@ static void cuvil_dw3x3_full(const struct cuvil_dw *args, int cc_max)
     struct cuvil_dw k = *args;
     const int slots = (k.oh - 1) * k.sw + 3;
     const long rs = (long)cc_max * k.wp;
-    for (int i = 0; i < slots * rs; i++) ring[i] = 0;
+    memset(ring, 0, (size_t)(slots * rs) * sizeof ring[0]);
     for (int ch0 = 0; ch0 < args->c; ch0 += cc_max) {
         k.cc = args->c - ch0 < cc_max ? args->c - ch0 : cc_max;
         k.in = args->in + ch0;

@@ -16,8 +16,45 @@ static inline uint32_t cuvil_pkhtb(uint32_t hi, uint32_t lo)
     return r;
 }
 
+/* Two pixels of 4 channels (the words at s and s + c) into planes 0-3 (d0, d0 + wb,
+ * d0 + 2 wb, d3; wb = bytes between planes), s, d0 and d3 advanced. */
+#define CUVIL_DW_ROW_PAIR                         \
+    "ldr %[a], [%[s]]\n\t"                        \
+    "ldr %[b], [%[s], %[c]]\n\t"                  \
+    "add %[s], %[s], %[c], lsl #1\n\t"            \
+    "pkhbt %[lo], %[a], %[b], lsl #16\n\t"        \
+    "pkhtb %[hi], %[b], %[a], asr #16\n\t"        \
+    "sxtab16 %[a], %[z], %[lo]\n\t"               \
+    "sxtab16 %[b], %[z], %[lo], ror #8\n\t"       \
+    "str %[b], [%[d0], %[wb]]\n\t"                \
+    "sxtab16 %[b], %[z], %[hi]\n\t"               \
+    "str %[b], [%[d0], %[wb], lsl #1]\n\t"        \
+    "sxtab16 %[b], %[z], %[hi], ror #8\n\t"       \
+    "str %[b], [%[d3]], #4\n\t"                   \
+    "str %[a], [%[d0]], #4\n\t"
+/* pairs (>= 1) of pixels of 4 channels from *ps (pixels c bytes apart) into the 4 planes
+ * from d (wp values apart); *ps advanced past them. */
+static inline void cuvil_dw_pairs(const int8_t **ps, int16_t *d, int pairs, long c, int wp, uint32_t nzx2)
+{
+    const int8_t *s = *ps;
+    char *d0 = (char *)d, *d3 = (char *)(d + 3 * wp);
+    char *const end = d0 + 4 * pairs;
+    const int32_t wb = 2 * wp;
+    uint32_t a, b, lo, hi;
+    __asm__ volatile("1:\n\t" CUVIL_DW_ROW_PAIR
+                     "cmp %[d0], %[end]\n\t"
+                     "bne 1b\n\t"
+                     : [s] "+r"(s), [d0] "+r"(d0), [d3] "+r"(d3), [a] "=&r"(a), [b] "=&r"(b), [lo] "=&r"(lo),
+                       [hi] "=&r"(hi)
+                     : [c] "r"(c), [end] "r"(end), [wb] "r"(wb), [z] "r"(nzx2)
+                     : "cc", "memory");
+    *ps = s;
+}
+
 /* Channels [0, cc) of input row `src` (w pixels, `c` bytes apart) into planes at dst
- * (dst[ch * wp + pl + ix]); 4 channels x 2 pixels per step. */
+ * (dst[ch * wp + pl + ix]); 4 channels x 2 pixels per step (cuvil_dw_pairs, in assembly):
+ * the pixels' words a, b as the bytes [a0 a1 b0 b1] and [a2 a3 b2 b3] (PKHBT, PKHTB), then
+ * SXTAB16 (and ror 8) of each is one channel's pair of pixels minus zx. */
 static void cuvil_dw_row(const int8_t *src, int16_t *dst, int w, int cc, long c, int wp, int pl, uint32_t nzx2,
                          int32_t zx)
 {
@@ -25,16 +62,8 @@ static void cuvil_dw_row(const int8_t *src, int16_t *dst, int w, int cc, long c,
     for (int ch = 0; ch < c4; ch += 4) {
         int16_t *d = dst + ch * wp + pl;
         const int8_t *s = src + ch;
-        int ix = 0;
-        for (; ix + 2 <= w; ix += 2, s += 2 * c) {
-            const uint32_t a = cuvil_ld32(s), b = cuvil_ld32(s + c);
-            const uint32_t a02 = cuvil_sxtab16(nzx2, a), a13 = cuvil_sxtab16_r8(nzx2, a);
-            const uint32_t b02 = cuvil_sxtab16(nzx2, b), b13 = cuvil_sxtab16_r8(nzx2, b);
-            cuvil_st32(d + ix, cuvil_pkhbt(a02, b02));
-            cuvil_st32(d + wp + ix, cuvil_pkhbt(a13, b13));
-            cuvil_st32(d + 2 * wp + ix, cuvil_pkhtb(b02, a02));
-            cuvil_st32(d + 3 * wp + ix, cuvil_pkhtb(b13, a13));
-        }
+        if (w >= 2) cuvil_dw_pairs(&s, d, w >> 1, c, wp, nzx2);
+        const int ix = w & ~1;
         if (ix < w) {
             const uint32_t a = cuvil_ld32(s);
             const uint32_t a02 = cuvil_sxtab16(nzx2, a), a13 = cuvil_sxtab16_r8(nzx2, a);
@@ -102,7 +131,7 @@ static void cuvil_dw_run(const struct cuvil_dw *args, int cc_max, int zplanes,
 {
     int16_t ring[CUVIL_DSP_DW_VALUES] __attribute__((aligned(8)));
     struct cuvil_dw k = *args;
-    for (int i = 0; i < (k.kh * cc_max + zplanes) * k.wp; i++) ring[i] = 0;
+    memset(ring, 0, (size_t)((k.kh * cc_max + zplanes) * k.wp) * sizeof ring[0]);
     k.ring = ring;
     k.zero = ring + k.kh * cc_max * k.wp;
     for (int ch0 = 0; ch0 < args->c; ch0 += cc_max) {
