@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import sys
 
-from .interrupts import Terminated, install_handlers, interrupted_exit
+from .interrupts import defer_interrupts, interrupted_exit, swallowed
 
 
 def main() -> int:
-    install_handlers()
-    try:
-        from .cli import main as cli_main
-    except (KeyboardInterrupt, Terminated) as exc:
-        return interrupted_exit(exc, "--json" in sys.argv[1:])
-    return cli_main()
+    as_json = "--json" in sys.argv[1:]
+    defer_interrupts()
+    from .cli import main as cli_main
+    if swallowed() is not None:  # received during the imports: nothing was done yet
+        return interrupted_exit(swallowed(), as_json)
+    code = cli_main()  # installs the handlers that raise, so the work's `with` blocks clean up
+    if code == 0 and swallowed() is not None:  # raised where Python ignored it: still say so
+        return interrupted_exit(swallowed(), as_json)
+    return code

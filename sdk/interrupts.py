@@ -14,13 +14,42 @@ class Terminated(BaseException):
     Ctrl-C (a BaseException: `except Exception` handlers do not swallow it)."""
 
 
+PENDING: list[BaseException] = []  # interrupts received, in order (see deferred_interrupts)
+
+
 def on_sigterm(signum: int, frame: object) -> None:
-    raise Terminated()
+    PENDING.append(Terminated())
+    raise PENDING[-1]
 
 
 def install_handlers() -> None:
     if threading.current_thread() is threading.main_thread():  # only it may set handlers
         signal.signal(signal.SIGTERM, on_sigterm)
+        signal.signal(signal.SIGINT, on_sigint)
+
+
+def on_sigint(signum: int, frame: object) -> None:
+    PENDING.append(KeyboardInterrupt())
+    raise PENDING[-1]
+
+
+def record_only(signum: int, frame: object) -> None:
+    PENDING.append(Terminated() if signum == signal.SIGTERM else KeyboardInterrupt())
+
+
+def defer_interrupts() -> None:
+    """While Python imports the SDK (numpy, onnx: C extensions initialising), an exception raised
+    from a signal handler can leave a half-initialised module behind (seen: a crash at exit).
+    So interrupts there are only recorded; the caller ends cleanly once the imports are done."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, record_only)
+        signal.signal(signal.SIGINT, record_only)
+
+
+def swallowed() -> BaseException | None:
+    """An interrupt raised where Python ignores exceptions (a __del__, a weakref callback) does
+    not stop the command: the first one received, so the caller still reports it."""
+    return PENDING[0] if PENDING else None
 
 
 def interrupted_exit(exc: BaseException, as_json: bool) -> int:

@@ -252,11 +252,16 @@ def test_an_interrupt_at_any_moment_is_clean(files, tmp_path, sig, code, word):
         time.sleep(delay)
         p.send_signal(sig)
         _, err = p.communicate(timeout=120)
-        if p.returncode == 0:  # the build beat the signal: nothing to check at this delay
+        assert not out.with_name(out.name + ".partial").exists()  # never a staging folder left
+        if p.returncode in (0, -sig):  # the build beat the signal, or the signal beat Python's
+            assert not err.strip() or "Traceback" not in err  # start-up (killed before any work)
+            assert p.returncode == 0 or not out.exists()
             continue
         assert p.returncode == code and err.strip().splitlines()[-1] == f"cuvil-sdk: {word}", err
         assert "Traceback" not in err
-        assert not out.with_name(out.name + ".partial").exists() and not out.exists()
+        # stopped mid-work: nothing written; an interrupt Python swallowed (in a __del__) lets
+        # the build finish, whole, and is still reported
+        assert not out.exists() or (out / "manifest.json").is_file()
 
 
 # --- 11. --weights file is not in an ELF section ------------------------------------------
