@@ -239,6 +239,18 @@ def test_another_dynamic_dimension_is_a_placeholder_not_a_wrong_number(files, tm
 CONSOLE_SCRIPT = "import sys; from cuvil_sdk.entry import main; sys.exit(main())"  # what the cuvil-sdk script runs
 
 
+def before_sdk_code(err: str) -> bool:
+    """Whether what a process killed by the signal printed comes from before any SDK code ran:
+    nothing, or a KeyboardInterrupt raised in the interpreter's own start-up or import machinery
+    (between Python installing its SIGINT handler and the first line of cuvil_sdk.entry no
+    program can catch it; seen on a loaded CI machine at 0.05 s)."""
+    if "Traceback" not in err:
+        return True
+    frames = re.findall(r'^\s*File "([^"]+)"', err, re.MULTILINE)
+    return err.strip().endswith("KeyboardInterrupt") and all(f == "<string>" or f.startswith("<frozen ")
+                                                             for f in frames)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_an_interrupt_at_any_moment_is_clean(files, tmp_path, sig, code, word):
@@ -254,7 +266,7 @@ def test_an_interrupt_at_any_moment_is_clean(files, tmp_path, sig, code, word):
         _, err = p.communicate(timeout=120)
         assert not out.with_name(out.name + ".partial").exists()  # never a staging folder left
         if p.returncode in (0, -sig):  # the build beat the signal, or the signal beat Python's
-            assert not err.strip() or "Traceback" not in err  # start-up (killed before any work)
+            assert p.returncode == 0 or before_sdk_code(err), err  # start-up (killed before any work)
             assert p.returncode == 0 or not out.exists()
             continue
         assert p.returncode == code and err.strip().splitlines()[-1] == f"cuvil-sdk: {word}", err

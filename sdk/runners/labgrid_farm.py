@@ -149,7 +149,7 @@ class Shard:
     place: str
     first: int
     payloads: list[bytes]
-    conversation: Conversation = field(default_factory=lambda: Conversation([], [], 0))
+    conversation: Conversation = field(default_factory=lambda: Conversation([], [], []))
     error: CuvilError | None = None
 
 

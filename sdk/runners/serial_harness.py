@@ -57,7 +57,12 @@ class SerialHarness:
                  reply_s: float = REPLY_BASE_S) -> None:
         self.link, self.where, self.baud, self.retries, self.reply_s = link, where, baud, retries, reply_s
         self.buffer = bytearray()
-        self.resent = 0  # frames sent again over the whole conversation
+        self.resends: list[str] = []  # why each frame was sent again ("sample 5: timeout"), in order
+
+    @property
+    def resent(self) -> int:
+        """Frames sent again over the whole conversation."""
+        return len(self.resends)
 
     # --- frames ---------------------------------------------------------------------------
     def send(self, kind: int, sample: int, payload: bytes = b"") -> None:
@@ -143,7 +148,7 @@ class SerialHarness:
         last = ""
         for attempt in range(1 + self.retries):
             if attempt:
-                self.resent += 1
+                self.resends.append(f"{what}: {last}")
             self.send(kind, sample, payload)
             deadline = time.monotonic() + self.reply_s + 4 * wire_s
             while True:
@@ -195,13 +200,18 @@ def count_problem(counts: tuple[int, int], tick: int) -> str | None:
 @dataclass
 class Conversation:
     """What one conversation with the harness gave: per sample its count and raw outputs, the
-    frames sent again, and `count_problem` (SysTick boards: why the counts are not guest
-    instructions, None when the calibration says they are)."""
+    frames sent again (`resends`: why each was, e.g. "sample 5: timeout"), and `count_problem`
+    (SysTick boards: why the counts are not guest instructions, None when the calibration says
+    they are)."""
     counts: list[int]
     outputs: list[bytes]
-    resent: int
+    resends: list[str]
     count_problem: str | None = None
     calibrated: bool = False
+
+    @property
+    def resent(self) -> int:
+        return len(self.resends)
 
 
 def expected_info(info: dict, counter: str) -> proto.BoardInfo:
@@ -250,7 +260,7 @@ def run_samples_on_link(link: serial.SerialBase, board: Board, info: dict, paylo
     finally:
         if reset:
             harness.reset()
-    return Conversation(counts, outputs, harness.resent, problem, calibrated=counter == "systick")
+    return Conversation(counts, outputs, harness.resends, problem, calibrated=counter == "systick")
 
 
 def open_link(port: str, baud: int, where: str) -> serial.SerialBase:
