@@ -293,7 +293,11 @@ def test_int16_weight_layout_equals_the_int8_default(grid, tmp_path):
 
 
 # --- the example models ---------------------------------------------------------------------------
-MODELS = {"digits": ("digits_cnn.onnx", 24), "resnet8": ("resnet8_fp32.onnx", 2), "ad": ("ad_fp32.onnx", 3)}
+MODELS = {"digits": ("digits_cnn.onnx", 24), "resnet8": ("resnet8_fp32.onnx", 2), "ad": ("ad_fp32.onnx", 3),
+          "kws": ("ds_cnn_kws_trained.onnx", 2), "vww": ("mobilenet_v1_025_vww_trained.onnx", 1)}
+# The trained MLPerf Tiny DS-CNN and MobileNetV1-0.25 (scripts/train_mlperf_tiny.py): their trained
+# weights give the wide accumulators and large shifts random weights do not (DESIGN.md section 8).
+TRAINED = EXAMPLES.parents[1] / "benchmarks" / "models"
 
 
 @pytest.fixture(scope="module")
@@ -303,29 +307,45 @@ def calib_files(tmp_path_factory):
     np.save(tmp / "digits.npy", np.load(EXAMPLES / "digits_data.npz")["calib"])
     np.save(tmp / "resnet8.npy", rng.random((16, 3, 32, 32), dtype=np.float32))
     np.save(tmp / "ad.npy", rng.random((16, 640), dtype=np.float32))
+    np.save(tmp / "kws.npy", rng.random((16, 1, 49, 10), dtype=np.float32))
+    np.save(tmp / "vww.npy", rng.random((16, 3, 96, 96), dtype=np.float32))
     return tmp
+
+
+def int8_of(info: dict, outputs: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
+    """The int8 values behind a float run's dequantized outputs, (samples, size) per output:
+    each float is (q - zero point) x scale, exactly, so dividing back and rounding gives q."""
+    return [np.stack([np.rint(o[t["name"]].reshape(-1) / t["scale"]) + t["zero_point"] for o in outputs])
+            .astype(np.int8) for t in info["outputs"]]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("model", list(MODELS))
 def test_example_model_dsp_equals_portable_equals_reference(calib_files, model, tmp_path):
+    """Every layer of the example and MLPerf Tiny models on the DSP set (no fallbacks), its int8
+    outputs bit for bit those of the portable build, the integer reference and the host build."""
     from cuvil_sdk.commands import do_build
     onnx_name, count = MODELS[model]
+    onnx_name = str(TRAINED / onnx_name) if (TRAINED / onnx_name).is_file() else onnx_name
     calib = calib_files / f"{model}.npy"
     if model == "digits":
         x = np.load(EXAMPLES / "digits_data.npz")["x"][:count]
     else:
         x = np.random.default_rng(6).random((count, *np.load(calib).shape[1:]), dtype=np.float32)
-    outputs, kernels = {}, {}
-    for board in (DSP, PORTABLE):
-        req = request(onnx_name, board, PROFILE, calib)
+    outputs, kernels, fallbacks = {}, {}, {}
+    for board, profile in ((DSP, PROFILE), (PORTABLE, PROFILE), ("host", "standard")):
+        req = request(onnx_name, board, profile, calib)
         info = do_build(req, tmp_path / board, 2)
         name = info["inputs"][0]["name"]
         samples = [{name: x[i:i + 1].reshape(info["inputs"][0]["shape"])} for i in range(count)]
         result = run_samples(req.board, info, samples, False)
-        outputs[board] = result["raw"]
+        outputs[board] = result["raw"] if "raw" in result else int8_of(info, result["outputs"])
         kernels[board] = {layer["kernel"] for layer in info["layers"]}
+        fallbacks[board] = info["fallbacks"]
     assert kernels[DSP] & DSP_KERNELS and not kernels[PORTABLE] & DSP_KERNELS
+    assert fallbacks[DSP] == [], fallbacks[DSP]
+    for got_host, got_dsp in zip(outputs["host"], outputs[DSP]):
+        assert np.array_equal(got_host.reshape(got_dsp.shape), got_dsp), kc.mismatch(got_host, got_dsp)
     g = reference_graph(request(onnx_name, DSP, PROFILE, calib))
     want = [np.stack([run_quantized_model(g, {g.inputs[0]: x[i:i + 1]})[0][o].reshape(-1) for i in range(count)])
             for o in g.outputs]

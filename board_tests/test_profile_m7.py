@@ -9,6 +9,7 @@ A missing tool makes these tests fail, never skip.
 """
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -44,8 +45,20 @@ def run(work: Path, board: str, *extra: str):
 
 @pytest.fixture(scope="module")
 def first(work):
-    r = run(work, "cortex-m7", "--json")
+    r = run(work, "cortex-m7", "--json", "-o", work / "kept")
     return json.loads(r.stdout), r.stderr
+
+
+@pytest.mark.slow
+def test_report_html_names_each_layers_kernel_variant(work, first):
+    """`run -o DIR` keeps DIR/report.html, whose layer table names the variant the kernel's rule
+    chose for each layer (tile shape, loop order, weight layout)."""
+    report, _ = first
+    page = (work / "kept" / "report.html").read_text()
+    variants = [(layer["kernel"], layer["variant"]) for layer in report["layers"] if layer.get("variant")]
+    assert len(variants) >= 4  # digits: three convs and the FC on the DSP set
+    for kernel, variant in variants:
+        assert f'{kernel} <span class="variant">({html.escape(variant)})</span>' in page, (kernel, variant)
 
 
 @pytest.mark.slow
