@@ -38,6 +38,7 @@ class BuildInfo(TypedDict, total=False):
     float_layers: list[str]  # layers kept in float (int8 builds)
     int16_layers: list[str]  # layers built 16x8 (int8 builds)
     arena: list[dict[str, Any]]  # the planned buffers: tensor, offset, bytes
+    tiling: dict[str, Any]  # --arena-budget met by row bands (planner/budget.py): region, bands, recompute
     # the build's memory report (sdk/commands.py, sdk/build_report.py)
     flash_bytes: int
     ram_bytes: int

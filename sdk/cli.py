@@ -62,6 +62,10 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
                    "(default: the board's weights_region)")
     p.add_argument("--arena-region", metavar="REGION", help="firmware: the board memory region of the arena "
                    "(default: ram; see `cuvil-sdk boards`)")
+    p.add_argument("--arena-budget", type=int, metavar="BYTES",
+                   help="the largest arena the build may use: over it, the first layers run in row bands (a band "
+                        "of output rows at a time, recomputing the rows bands share) at the lowest cost that fits; "
+                        "exit 4 naming the smallest arena reachable if none does (firmware default: the board's RAM)")
     add_plugin_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
 

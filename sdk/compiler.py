@@ -20,7 +20,8 @@ from .ir import Graph
 from .kernels.options import CodegenOptions
 from .passes import optimize
 from .passes.layout import inputs_channels_last
-from .planner import plan_arena
+from .planner import ArenaPlan, plan_arena
+from .planner.budget import fit_budget
 from .plugins import load_plugins
 from .quant.calibrate import calibrate
 from .quant.half import to_half
@@ -161,9 +162,15 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
         precision_layers["float_layers"] = to_half(g)
     options = CodegenOptions(precision=precision, threads=threads, debug_dump=req.debug_dump,
                              weight_layout=weight_layout_of(req), weights=placement, arena_region=arena_region)
-    selection, in_place = select_for_plan(g, req.board, options)  # kernels first: their overlap rules
-    plan = plan_arena(g, in_place)
-    info = generate(g, plan, req.board, options, req.name or req.model.stem, out_dir, selection)
+    selections = {}
+
+    def planned(graph: Graph) -> ArenaPlan:
+        selection, sharing = select_for_plan(graph, req.board, options)  # kernels first: their overlap rules
+        selections[id(graph)] = selection
+        return plan_arena(graph, sharing)
+
+    g, plan, tiling = fit_budget(g, arena_budget_of(req, arena_region), planned, note=say)
+    info = generate(g, plan, req.board, options, req.name or req.model.stem, out_dir, selections[id(g)])
     info["profile"] = req.profile.name
     info["threads"] = threads
     info["weight_layout"] = options.weight_layout
@@ -171,8 +178,29 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
         info["weights"]["path"] = str(Path(req.weights_file).resolve())
     info.update(precision_layers)
     info["arena"] = plan.buffers
+    if tiling is not None:
+        info["tiling"] = tiling.as_dict()
+        say(f"{len(tiling.region)} layers in {tiling.bands} row bands: arena {plan.size} B (whole layers: "
+            f"{tiling.untiled_arena} B), {tiling.macs - tiling.whole_macs} multiply-adds computed again "
+            f"({(tiling.macs - tiling.whole_macs) / max(1, tiling.whole_macs):.1%} of those layers)")
     report_fallbacks(info["fallbacks"])
     return info
+
+
+def say(message: str) -> None:
+    print(f"cuvil-sdk: {message}", file=sys.stderr)
+
+
+def arena_budget_of(req: CompileRequest, arena_region: str | None) -> int | None:
+    """--arena-budget, else on a firmware board whose arena is in its RAM, that RAM less the
+    stack (the link then proves the whole image fits): the planner goes to row bands only
+    when the arena would not fit."""
+    if req.arena_budget is not None:
+        return req.arena_budget
+    if req.board.kind != "firmware" or arena_region:
+        return None
+    ram = req.board.get("memory.ram_bytes")
+    return int(ram) - int(req.board.get("memory.stack_bytes", 0)) if ram else None
 
 
 def report_fallbacks(fallbacks: list[dict]) -> None:

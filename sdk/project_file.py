@@ -65,6 +65,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("weights", "weights", "string", help="linked (default), region or file: where the weight blob goes"),
     Key("weights-region", "weights_region", "string", help="with weights = \"region\": the board memory region"),
     Key("arena-region", "arena_region", "string", help="firmware: the board memory region of the arena"),
+    Key("arena-budget", "arena_budget", "integer", help="the largest arena in bytes: row bands of the first layers "
+        "if needed"),
     Key("plugins", "plugin", "strings", help="custom-op plugin files (relative to this file) or modules"),
     Key("input", "input", "string", path=True, commands=("run",), help="run: input samples"),
     Key("output", "output", "string", path=True, commands=("run",), help="run: the outputs file to write"),
@@ -233,8 +235,13 @@ def find_project(args: argparse.Namespace) -> Project | None:
 
 def given(args: argparse.Namespace) -> dict[str, Any]:
     """The options set on the command line (every project key's option defaults to None)."""
-    return {k.dest: getattr(args, k.dest) for k in KEYS.values()
-            if getattr(args, k.dest, None) not in (None, [], False)}
+    return {k.dest: getattr(args, k.dest) for k in KEYS.values() if set_on_command_line(getattr(args, k.dest, None))}
+
+
+def set_on_command_line(value: Any) -> bool:
+    """Unset options are None, [] or False (a flag not given); a 0 typed on the command line is
+    given (`0 in (None, [], False)` is true in Python: 0 == False)."""
+    return value is not None and value is not False and value != []
 
 
 def same_model(cli: str, table: dict[str, Any]) -> bool:
@@ -342,6 +349,7 @@ profile = "lite"             # what it may contain: `cuvil-sdk profiles` (lite: 
 # weights = "linked"         # linked (in the image) | region (cortex-m7: PSRAM) | file (Linux boards: <name>.weights)
 # weights-region = "psram"   # with weights = "region": the board memory region (default: the board's)
 # arena-region = "psram"     # firmware: the board memory region of the arena (default: ram)
+# arena-budget = 27504       # the largest arena in bytes: the first layers run in row bands if needed
 # plugins = ["my_ops/square_plus.py"]   # custom operators (docs/custom_ops.md)
 # out-dir = "cuvil-build/firmware"      # output folder
 # jobs = 4                   # parallel compile jobs (default: the number of CPUs)

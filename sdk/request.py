@@ -24,7 +24,7 @@ Calib = Union[str, np.ndarray, dict[str, np.ndarray], None]
 # The options a request takes by keyword, with the CLI's names (underscores for dashes).
 OPTIONS = ("precision", "calib", "calib_method", "name", "accuracy_target", "int16_layers", "input_shape",
            "threads", "plugins", "out_dir", "jobs", "input_layout", "weight_layout", "weights", "weights_region",
-           "arena_region")
+           "arena_region", "arena_budget")
 
 
 @dataclass
@@ -48,6 +48,7 @@ class CompileRequest:
     weights: str | None = None  # --weights linked|region|file (codegen/weights_blob.py); None: linked
     weights_region: str | None = None  # --weights-region; None: the board's memory.weights_region
     arena_region: str | None = None  # --arena-region: a board memory region for the arena; None: its RAM
+    arena_budget: int | None = None  # --arena-budget BYTES: the largest arena; row bands if needed (planner/budget.py)
     weights_file: str | None = None  # run/validate --weights-file: the weights file the run loads (--weights file)
     out_dir: Path | None = None  # -o; None: cuvil-build/<model>-<board>-<profile> in the working folder
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)  # parallel compile jobs of the build
@@ -81,6 +82,15 @@ def name_list(value: Any) -> list[str]:
     if isinstance(value, str):
         return [n for n in value.split(",") if n]
     return [str(n) for n in value]
+
+
+def byte_count(value: Any, option: str) -> int | None:
+    """A positive number of bytes, or None; anything else is a UsageError naming the option."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise UsageError(f"{option} {value!r}: expected a positive number of bytes")
+    return int(value)
 
 
 def default(value: Any, otherwise: Any) -> Any:
@@ -118,7 +128,7 @@ def new_request(model: str | Path, *, board: str, profile: str | None = None, pr
         int16_layers=name_list(options.get("int16_layers")), debug_dump=debug_dump, plugins=plugins,
         weight_layout=options.get("weight_layout"), input_layout=options.get("input_layout") or "nchw",
         weights=options.get("weights"), weights_region=options.get("weights_region"),
-        arena_region=options.get("arena_region"), weights_file=weights_file,
+        arena_region=options.get("arena_region"), arena_budget=byte_count(options.get("arena_budget"), "--arena-budget"), weights_file=weights_file,
         out_dir=Path(out_dir) if out_dir else None, jobs=default(options.get("jobs"), os.cpu_count() or 1))
 
 

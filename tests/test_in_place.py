@@ -17,7 +17,7 @@ from cuvil_sdk.codegen.emit import select_for_plan
 from cuvil_sdk.compiler import frontend_and_passes, quantize
 from cuvil_sdk.kernels.contract import I, In, KernelInterfaceError, Out, declare, kernel
 from cuvil_sdk.kernels.options import CodegenOptions
-from cuvil_sdk.planner import plan_arena
+from cuvil_sdk.planner import Sharing, plan_arena
 from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.request import CompileRequest
 
@@ -56,8 +56,9 @@ def planned(model: Path, board: str):
     req = CompileRequest(model=model, board=get_board(board), profile=get_profile("lite"), calib="random")
     g = frontend_and_passes(req)
     quantize(g, req)
-    _, in_place = select_for_plan(g, req.board, CodegenOptions(precision="int8"))
-    return g, plan_arena(g, in_place), plan_arena(g), in_place
+    _, sharing = select_for_plan(g, req.board, CodegenOptions(precision="int8"))
+    # `separate`: the same plan but for the in-place outputs (an input copied in stays copied in)
+    return g, plan_arena(g, sharing), plan_arena(g, Sharing(copied_in=sharing.copied_in)), sharing.in_place
 
 
 def producer_output(g, op: str, index: int = 0) -> str:

@@ -12,8 +12,9 @@ from ..ir import Graph
 from ..kernels.kernel_sets import KERNEL_SETS
 from ..kernels.options import CodegenOptions
 from ..paths import TEMPLATES
-from ..planner import ArenaPlan
+from ..planner import ArenaPlan, Sharing
 from .cuda import generate_cuda
+from .input_copy import copy_entry, input_copies
 from .kernel_files import environment, kernel_source
 from .lowering import CTYPES, Lowered, Selection, c_float, lower_graph, select_layers
 from .sanitize import c_char_codes, c_identifier
@@ -54,11 +55,13 @@ def io_entries(g: Graph, names: list[str], plan: ArenaPlan, int8: bool) -> list[
         entries.append({"index": i, "name": name, "shape": list(t.shape), "size": t.size, "offset": plan.offsets[name],
                         "dtype": "int8" if int8 else "float32", "scale": scale, "zero_point": zp,
                         "scale_c": c_float(scale)})
+        if name in plan.copied_in:  # copied in the layout of the Transpose it feeds (input_copy.py)
+            entries[-1]["layout_copy"] = copy_entry(g, name, plan.copied_in[name])
     return entries
 
 
 def manifest(g: Graph, prefix: str, board: Board, precision: str, plan: ArenaPlan, inputs, outputs) -> BuildInfo:
-    strip = ("offset", "scale_c")
+    strip = ("offset", "scale_c", "layout_copy")
     return {"name": prefix, "board": board.name, "arch": board.get("arch", ""), "precision": precision,
             "arena_bytes": plan.size, "inputs": [{k: v for k, v in e.items() if k not in strip} for e in inputs],
             "outputs": [{k: v for k, v in e.items() if k not in strip} for e in outputs]}
@@ -73,12 +76,16 @@ def cpu_kernel_sets(board: Board) -> list[str]:
     return [s for s in board.kernels if KERNEL_SETS[s].cpu]
 
 
-def select_for_plan(g: Graph, board: Board, options: CodegenOptions) -> tuple[Selection, dict[str, list[str]]]:
-    """The CPU kernels of every node, and what the planner may put in place by their overlap
-    rules (nothing on a board with a kernel set off the CPU: its device kernels use the plan too)."""
+def select_for_plan(g: Graph, board: Board, options: CodegenOptions) -> tuple[Selection, Sharing]:
+    """The CPU kernels of every node, and what the planner may put in place or overlap by
+    their overlap rules (nothing on a board with a kernel set off the CPU: its device kernels
+    use the plan too)."""
     selection = select_layers(g, cpu_kernel_sets(board), options)
-    offload = any(not KERNEL_SETS[s].cpu for s in board.kernels)
-    return selection, ({} if offload else selection.in_place())
+    if any(not KERNEL_SETS[s].cpu for s in board.kernels):
+        return selection, Sharing()
+    copies = input_copies(g, board)
+    selection.absorb_copies({n.name for n in g.nodes if n.outputs and n.outputs[0] in copies.values()})
+    return selection, Sharing(selection.in_place(), selection.overlaps(), copies)
 
 
 def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, name: str, out_dir: Path,

@@ -2,6 +2,7 @@
 argument already a C expression; weights become named constant arrays."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,6 +11,7 @@ from ..ir import Graph
 from ..kernels.contract import Buf, Declined, KernelCall, KernelInterfaceError, Param, Weight
 from ..kernels.kernel_sets import KERNEL_SETS
 from ..kernels.options import CodegenOptions
+from ..kernels.overlap import Overlap
 from ..ops import get_op
 from ..planner import ArenaPlan
 from .kernel_files import plugin_provider
@@ -31,7 +33,7 @@ class WeightArray:
 
 @dataclass
 class Call:
-    kernel: str
+    kernel: str  # "" for a layer the copy-in did (input_copy.py): only its mark and dump
     args: list[str]
     layer: int
     ends_layer: bool = True  # the last call of its layer: where a profiling mark goes
@@ -50,6 +52,7 @@ class Lowered:
     # the kernels' stack arrays, "<KERNEL>_<ARRAY>" -> elements: the most any call of the model
     # needs (KernelCall.stack); the model's .c defines them before including the kernels
     stack_arrays: dict[str, int] = field(default_factory=dict)
+    weight_names: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (ctype, dtype, digest) -> name
 
     def add_stack(self, c: KernelCall) -> None:
         for array, elements in c.stack.items():
@@ -142,6 +145,14 @@ class Selection:
 
     layers: list[tuple]
     fallbacks: list[Fallback]
+    copied_in: set[str] = field(default_factory=set)  # nodes the C API's copy-in does (absorb_copies)
+
+    def absorb_copies(self, nodes: set[str]) -> None:
+        """The named nodes (Transposes of graph inputs, codegen/input_copy.py) run no kernel: the
+        copy of their input into the arena writes their output."""
+        self.copied_in |= nodes
+        self.layers = [(i, node, portable, [] if node.name in nodes else calls)
+                       for i, node, portable, calls in self.layers]
 
     def in_place(self) -> dict[str, list[str]]:
         """Output tensor -> the inputs whose buffer it may take (KernelDecl.in_place), for
@@ -153,6 +164,17 @@ class Selection:
                     if out in node.outputs:
                         shares.setdefault(out, []).append(inp)
         return shares
+
+    def overlaps(self) -> dict[str, list[tuple[str, Overlap]]]:
+        """Output tensor -> (input, Overlap) its kernel's overlap rule allows (KernelDecl.overlap),
+        for nodes lowered to one call."""
+        found: dict[str, list[tuple[str, Overlap]]] = {}
+        for _index, node, _portable, calls in self.layers:
+            if calls and len(calls) == 1:
+                for out, inp, allowed in calls[0].overlap_tensors():
+                    if out in node.outputs:
+                        found.setdefault(out, []).append((inp, allowed))
+        return found
 
 
 def select_layers(g: Graph, kernel_sets: list[str], options: CodegenOptions) -> Selection:
@@ -171,6 +193,11 @@ def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: Code
     for index, node, portable, calls in selection.layers:
         if calls is None:
             out.layers.append(layer_row(index, node, g, plan, "(alias)", 0, 0))
+            continue
+        if not calls and node.name in selection.copied_in:  # done by the copy-in: its mark and dump stay
+            out.calls.append(Call("", [], index, out_offset=plan.offsets[node.outputs[0]],
+                                  out_bytes=g.tensors[node.outputs[0]].nbytes))
+            out.layers.append(layer_row(index, node, g, plan, "(input copy)", 0, 0))
             continue
         if not calls:  # nothing to run (e.g. a copy onto itself)
             out.layers.append(layer_row(index, node, g, plan, "(none)", 0, 0))
@@ -229,9 +256,12 @@ def render_arg(c: KernelCall, p: Param, g: Graph, plan: ArenaPlan, out: Lowered,
         qual = "const " if arg.const else ""
         return f"({qual}{CTYPES[dtype]} *)(arena + {plan.offsets[arg.tensor]})"
     if isinstance(arg, Weight):
-        name = namer(f"{hint}_{arg.hint}")
-        out.weights.append(WeightArray(name, arg.ctype, np.ascontiguousarray(arg.data).reshape(-1)))
-        return name
+        values = np.ascontiguousarray(arg.data).reshape(-1)
+        key = (arg.ctype, str(values.dtype), hashlib.sha256(values.tobytes()).hexdigest())
+        if key not in out.weight_names:  # the same array for several calls (a layer run in row bands) once
+            out.weight_names[key] = namer(f"{hint}_{arg.hint}")
+            out.weights.append(WeightArray(out.weight_names[key], arg.ctype, values))
+        return out.weight_names[key]
     if p.kind == "float":
         return c_float(float(arg))
     return str(int(arg))

@@ -40,6 +40,9 @@ class Tensor:
     channel_mean: np.ndarray | None = None
     # (ONNX tensor name, perm): this tensor holds transpose(that tensor, perm) (layout pass)
     origin: tuple[str, list[int]] | None = None
+    # (base tensor, byte offset): this tensor is bytes of that one's buffer from the offset on (a
+    # band's rows of a whole tensor, passes/row_bands.py); the planner places it inside its base
+    view: tuple[str, int] | None = None
 
     @property
     def is_const(self) -> bool:

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import keyword
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
+
+from .overlap import Overlap
 
 
 class Buf:
@@ -102,6 +104,9 @@ class KernelDecl:
     # before it writes the output at its place). The planner puts such an output over such an
     # input when the input is read by nothing later (planner/arena.py).
     in_place: tuple[tuple[str, str], ...] = ()
+    # overlapping (kernels/overlap.py): (output, input, rule) where the output may lie over
+    # that input's buffer at the distance rule(call) allows (an Overlap, or None: not this call)
+    overlap: tuple[tuple[str, str, Callable[["KernelCall"], Overlap | None]], ...] = ()
 
     @property
     def declared_name(self) -> str:
@@ -195,6 +200,17 @@ class KernelCall:
                 pairs.append((o.tensor, i.tensor))
         return pairs
 
+    def overlap_tensors(self) -> list[tuple[str, str, Overlap]]:
+        """(output tensor, input tensor, Overlap) where the kernel's overlap rule allows this
+        call's output over that input (KernelDecl.overlap)."""
+        found = []
+        for out, inp, rule in self.decl.overlap:
+            o, i = self.args[out], self.args[inp]
+            allowed = rule(self) if isinstance(o, Buf) and isinstance(i, Buf) else None
+            if allowed is not None:
+                found.append((o.tensor, i.tensor, allowed))
+        return found
+
 
 @dataclass(frozen=True)
 class Declined:
@@ -208,9 +224,11 @@ DECLARATIONS: dict[str, dict[str, KernelDecl]] = {}
 
 
 def declare(kernel_set: str, name: str, *params: Param | Iterable[Param],
-            in_place: Iterable[tuple[str, str]] = ()) -> KernelDecl:
+            in_place: Iterable[tuple[str, str]] = (),
+            overlap: Iterable[tuple[str, str, Callable[[KernelCall], Overlap | None]]] = ()) -> KernelDecl:
     """Declare a kernel: its parameters in C order; in_place: (output, input) parameter pairs
-    where the output may be that input's own buffer (see KernelDecl.in_place)."""
+    where the output may be that input's own buffer (see KernelDecl.in_place); overlap:
+    (output, input, rule) where it may lie partly over it (see KernelDecl.overlap)."""
     flat: list[Param] = []
     for p in params:
         flat.extend([p] if isinstance(p, Param) else list(p))
@@ -219,13 +237,14 @@ def declare(kernel_set: str, name: str, *params: Param | Iterable[Param],
         raise KernelInterfaceError(f"kernel {name}: a parameter is declared twice")
     kinds = {p.name: p.kind for p in flat}
     pairs = tuple((str(o), str(i)) for o, i in in_place)
-    for o, i in pairs:
+    overlaps = tuple((str(o), str(i), rule) for o, i, rule in overlap)
+    for o, i in pairs + tuple((o, i) for o, i, _ in overlaps):
         if kinds.get(o) != "output" or kinds.get(i) != "input":
-            raise KernelInterfaceError(f"kernel {name}: in_place ({o}, {i}) must name an output and an input")
+            raise KernelInterfaceError(f"kernel {name}: in_place/overlap ({o}, {i}) must name an output and an input")
     decls = DECLARATIONS.setdefault(kernel_set, {})
     if name in decls:
         raise KernelInterfaceError(f"kernel {name} of set {kernel_set} declared twice")
-    decls[name] = KernelDecl(kernel_set, name, tuple(flat), in_place=pairs)
+    decls[name] = KernelDecl(kernel_set, name, tuple(flat), in_place=pairs, overlap=overlaps)
     return decls[name]
 
 

@@ -30,8 +30,19 @@ KIB = 1024.0
 
 
 def live_bytes_per_step(buffers: list[dict], steps: int) -> list[int]:
-    """Sum of the arena buffers alive at each layer (inputs live from the start)."""
-    return [sum(b["bytes"] for b in buffers if max(b["first"], 0) <= s <= b["last"]) for s in range(steps)]
+    """The arena bytes in use at each layer (inputs live from the start): the union of the
+    buffers alive then, so an output planned over the input it overlaps counts once."""
+    return [covered([(b["offset"], b["offset"] + b["bytes"]) for b in buffers if max(b["first"], 0) <= s <= b["last"]])
+            for s in range(steps)]
+
+
+def covered(spans: list[tuple[int, int]]) -> int:
+    """Bytes covered by the union of [start, end) spans."""
+    total, reach = 0, 0
+    for start, end in sorted(spans):
+        total += max(0, end - max(start, reach))
+        reach = max(reach, end)
+    return total
 
 
 def tick_text(value: float, unit: str) -> str:
@@ -139,6 +150,7 @@ def build_report(info: dict, profile: list[dict] | None = None) -> dict:
         "weights": weights_summary(info, layers),
         "arena": {"bytes": info["arena_bytes"], "live_bytes_per_layer": live, "peak_live_bytes": max(live, default=0),
                   "buffers": info.get("arena", [])},
+        "tiling": info.get("tiling"),  # --arena-budget: the layers run in row bands, the recompute
         "profiled": bool(profile),
         "fallbacks": info.get("fallbacks", []),
     }
