@@ -63,6 +63,17 @@ class Builder:
         self.nodes.append(helper.make_node("Relu", [x], [y], name=y))
         return y
 
+    def relu6(self, x: str) -> str:
+        y = self.name("relu6")
+        self.nodes.append(helper.make_node("Clip", [x, self.const("lo", np.array(0.0)), self.const("hi", np.array(6.0))],
+                                           [y], name=y))
+        return y
+
+    def add(self, a: str, b: str) -> str:
+        y = self.name("add")
+        self.nodes.append(helper.make_node("Add", [a, b], [y], name=y))
+        return y
+
     def head(self, x: str, pool: tuple[int, int], channels: int, classes: int) -> str:
         p, f, g = self.name("pool"), self.name("flat"), "logits"
         self.nodes.append(helper.make_node("AveragePool", [x], [p], kernel_shape=list(pool), name=p))
@@ -103,6 +114,37 @@ def mobilenet_v1_025_vww(seed: int = 0, weights: list | None = None) -> onnx.Mod
         x = b.conv(x, channels, out, (1, 1), 1)
         channels = out
     return b.model("mobilenet_v1_025_vww", [1, 3, 96, 96], b.head(x, (3, 3), 256, 2), 2)
+
+
+def divisible(value: float, by: int = 8) -> int:
+    """MobileNetV2's channel rounding (_make_divisible): to a multiple of `by`, never 10% below."""
+    rounded = max(by, int(value + by / 2) // by * by)
+    return rounded + by if rounded < 0.9 * value else rounded
+
+
+def mobilenet_v2(alpha: float = 0.35, size: int = 144, classes: int = 1000, seed: int = 0) -> onnx.ModelProto:
+    """MobileNetV2 (Sandler et al. 2018) at width `alpha` and `size` x `size` RGB input, as
+    torchvision builds it: inverted residual blocks (1x1 expansion x6, 3x3 depthwise, 1x1
+    projection, ReLU6, residual where the shape allows), the last 1x1 conv at 1280 channels;
+    random He-initialised weights, batch norm folded. An MCU-size MobileNetV2 (issue 28)."""
+    b = Builder(seed)
+    channels = divisible(32 * alpha)
+    x = b.relu6(b.conv("input", 3, channels, (3, 3), 2, relu=False))
+    for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                       (6, 320, 1, 1)]:
+        out = divisible(c * alpha)
+        for i in range(n):
+            stride = s if i == 0 else 1
+            hidden = channels * t
+            y = x if t == 1 else b.relu6(b.conv(x, channels, hidden, (1, 1), 1, relu=False))
+            y = b.relu6(b.conv(y, hidden, hidden, (3, 3), stride, group=hidden, relu=False))
+            y = b.conv(y, hidden, out, (1, 1), 1, relu=False)
+            x = b.add(x, y) if stride == 1 and channels == out else y
+            channels = out
+    last = max(1280, divisible(1280 * alpha))
+    x = b.relu6(b.conv(x, channels, last, (1, 1), 1, relu=False))
+    return b.model(f"mobilenet_v2_{alpha}_{size}", [1, 3, size, size], b.head(x, (-(-size // 32), -(-size // 32)), last,
+                                                                              classes), classes)
 
 
 TRAINED = Path(__file__).resolve().parent / "models"  # scripts/train_mlperf_tiny.py writes these
