@@ -164,10 +164,10 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
                              weight_layout=weight_layout_of(req), weights=placement, arena_region=arena_region)
     selections = {}
 
-    def planned(graph: Graph) -> ArenaPlan:
+    def planned(graph: Graph, search: int = 0) -> ArenaPlan:
         selection, sharing = select_for_plan(graph, req.board, options)  # kernels first: their overlap rules
         selections[id(graph)] = selection
-        return plan_arena(graph, sharing)
+        return plan_arena(graph, sharing, search)
 
     g, plan, tiling = fit_budget(g, arena_budget_of(req, arena_region), planned, note=say)
     info = generate(g, plan, req.board, options, req.name or req.model.stem, out_dir, selections[id(g)])

@@ -33,8 +33,8 @@ def quantized(model: str):
 
 
 def planner(req):
-    def plan(graph):
-        return plan_arena(graph, select_for_plan(graph, req.board, CodegenOptions(precision="int8"))[1])
+    def plan(graph, search=0):
+        return plan_arena(graph, select_for_plan(graph, req.board, CodegenOptions(precision="int8"))[1], search)
     return plan
 
 

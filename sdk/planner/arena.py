@@ -266,7 +266,31 @@ def compact(placed: Placement, partners: Partners, rounds: int = 4) -> Placement
     return placed
 
 
-def plan_arena(g: Graph, sharing: Sharing | None = None) -> ArenaPlan:
+def climb(order: list[str], sizes: dict[str, int], life: dict[str, list[int]], partners: Partners,
+          steps: int) -> tuple[list[str], bool]:
+    """Hill-climb the placement order: swap two buffers (a fixed seed), keep the swap when the
+    arena is no larger. Overlap partners make the greedy placement depend on the order in ways
+    no single rule captures (ResNet-8 in 8 row bands: 28,448 B by the heuristic orders, 26,656 B
+    after 600 swaps, the bytes alive at its busiest step)."""
+    rng = np.random.default_rng(0)
+
+    def size_of(o: list[str]) -> tuple[int, bool]:
+        return min((extent(place(o, sizes, life, partners, pairs)), not pairs) for pairs in (False, True))
+
+    current, (size, plain) = list(order), size_of(order)
+    for _ in range(steps):
+        i, j = rng.integers(0, len(current), 2)
+        trial = list(current)
+        trial[i], trial[j] = trial[j], trial[i]
+        trial_size, trial_plain = size_of(trial)
+        if trial_size <= size:
+            current, size, plain = trial, trial_size, trial_plain
+    return current, not plain
+
+
+def plan_arena(g: Graph, sharing: Sharing | None = None, search: int = 0) -> ArenaPlan:
+    """The arena plan; `search`: swaps of the placement order tried beyond the heuristic orders
+    where overlap partners exist (climb)."""
     sharing = sharing or Sharing()
     root, at = buffer_roots(g, sharing.copied_in)
     life = lifetimes(g, root)
@@ -275,10 +299,12 @@ def plan_arena(g: Graph, sharing: Sharing | None = None) -> ArenaPlan:
     partners = overlap_partners(g, root, at, life, sharing.overlaps)
     sizes = {r: align(g.tensors[r].nbytes) for r in life}
     orders = placement_orders(sizes, life, SHUFFLED_ORDERS if partners else 0)
-    placed = min((place(order, sizes, life, partners, pairs) for order in orders for pairs in (False, True)),
-                 key=extent)  # the first of equal ones
-    if partners:
-        placed = compact(placed, partners)
+    best = min(((order, pairs) for order in orders for pairs in (False, True)),
+               key=lambda op: extent(place(op[0], sizes, life, partners, op[1])))  # the first of equal ones
+    if partners and search:
+        best = climb(best[0], sizes, life, partners, search)
+    placed = compact(place(best[0], sizes, life, partners, best[1]), partners) if partners else \
+        place(best[0], sizes, life, partners, best[1])
     offsets = {name: dict((p[4], p[0]) for p in placed)[r] + at[name] for name, r in root.items()}
     size = max((o + s for o, s, *_ in placed), default=0)
     buffers = [{"tensor": n, "offset": o, "bytes": s, "first": f, "last": l} for o, s, f, l, n in sorted(placed)]
