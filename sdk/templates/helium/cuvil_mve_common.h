@@ -1,0 +1,73 @@
+/* Shared helpers of the helium kernel set (Armv8.1-M MVE, Cortex-M55): copied into a generated
+ * project with any of its kernels. Generated code, do not edit. */
+#ifndef CUVIL_MVE_COMMON_H
+#define CUVIL_MVE_COMMON_H
+#include <arm_mve.h>
+#include <stdint.h>
+#if !defined(__ARM_FEATURE_MVE) || !defined(__thumb2__)
+#error "the helium kernels need the M-profile Vector Extension (-mcpu=cortex-m55 -mthumb)"
+#endif
+
+/* The rounding rule of cuvil_requant (sdk/kernels/requant.py), y = clamp(zy + ((acc * M +
+ * 2^(S-1)) >> S), lo, hi), on 4 int32 lanes that share M and S, for S >= 33: VMULH gives
+ * floor(acc * M / 2^32) exactly, and VRSHL by 32 - S its rounding shift right by S - 32,
+ * (hi + 2^(S-33)) >> (S - 32), which is (acc * M + 2^(S-1)) >> S: the rounding constant is a
+ * multiple of 2^32, so flooring the product first changes nothing. |hi| <= 2^30, so nothing
+ * overflows for any int32 accumulator. (VQRDMULH, TFLite's form, rounds twice and differs.) */
+static inline int32x4_t cuvil_mve_rq(int32x4_t acc, int32_t m, int32_t s, int32_t zy, int32_t lo, int32_t hi)
+{
+    int32x4_t v = vrshlq_n_s32(vmulhq_s32(acc, vdupq_n_s32(m)), 32 - s);
+    v = vaddq_n_s32(v, zy);
+    return vminq_s32(vmaxq_s32(v, vdupq_n_s32(lo)), vdupq_n_s32(hi));
+}
+
+/* The same with a multiplier and shift per lane (m, s vectors). */
+static inline int32x4_t cuvil_mve_rqv(int32x4_t acc, int32x4_t m, int32x4_t s, int32_t zy, int32_t lo, int32_t hi)
+{
+    int32x4_t v = vrshlq_s32(vmulhq_s32(acc, m), vsubq_s32(vdupq_n_s32(32), s));
+    v = vaddq_n_s32(v, zy);
+    return vminq_s32(vmaxq_s32(v, vdupq_n_s32(lo)), vdupq_n_s32(hi));
+}
+
+/* Any shift S in [1, 62]: cuvil_requant (64-bit) lane by lane, for the layers whose shifts do
+ * not all reach 33 (Python's `fastq` = 0). */
+static inline int32x4_t cuvil_mve_rq64(int32x4_t acc, int32x4_t m, int32x4_t s, int32_t zy, int32_t lo, int32_t hi)
+{
+    int32x4_t y = vdupq_n_s32(0);
+    y = vsetq_lane_s32(cuvil_requant(vgetq_lane_s32(acc, 0), vgetq_lane_s32(m, 0), vgetq_lane_s32(s, 0), zy, lo, hi), y, 0);
+    y = vsetq_lane_s32(cuvil_requant(vgetq_lane_s32(acc, 1), vgetq_lane_s32(m, 1), vgetq_lane_s32(s, 1), zy, lo, hi), y, 1);
+    y = vsetq_lane_s32(cuvil_requant(vgetq_lane_s32(acc, 2), vgetq_lane_s32(m, 2), vgetq_lane_s32(s, 2), zy, lo, hi), y, 2);
+    y = vsetq_lane_s32(cuvil_requant(vgetq_lane_s32(acc, 3), vgetq_lane_s32(m, 3), vgetq_lane_s32(s, 3), zy, lo, hi), y, 3);
+    return y;
+}
+
+/* Copies n bytes (any n >= 0) in a tail-predicated low-overhead loop: 16 bytes per
+ * VLDRB/VSTRB pair, the last iteration predicated by the loop itself (no read past src + n). */
+static inline void cuvil_mve_copy(int8_t *dst, const int8_t *src, int n)
+{
+    __asm__ volatile("wlstp.8 lr, %[n], 2f\n"
+                     "1:\n\t"
+                     "vldrb.8 q0, [%[s]], #16\n\t"
+                     "vstrb.8 q0, [%[d]], #16\n\t"
+                     "letp lr, 1b\n"
+                     "2:"
+                     : [d] "+r"(dst), [s] "+r"(src)
+                     : [n] "r"(n)
+                     : "lr", "q0", "memory");
+}
+
+/* Sets n bytes (any n >= 0) to v, as cuvil_mve_copy. */
+static inline void cuvil_mve_fill(int8_t *dst, int32_t v, int n)
+{
+    __asm__ volatile("vdup.8 q0, %[v]\n\t"
+                     "wlstp.8 lr, %[n], 2f\n"
+                     "1:\n\t"
+                     "vstrb.8 q0, [%[d]], #16\n\t"
+                     "letp lr, 1b\n"
+                     "2:"
+                     : [d] "+r"(dst)
+                     : [n] "r"(n), [v] "r"(v)
+                     : "lr", "q0", "memory");
+}
+
+#endif
