@@ -233,19 +233,20 @@ def softmax_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
 
 
 def transpose_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
-    """Every int8 transpose (up to 4 axes) of a contiguous input: vectors run along the output
-    axis whose input stride is 1 (contiguous loads) and are scattered to its output stride: 16
-    lanes when 15 strides fit a byte offset, 8 (uint16 offsets) when 7 fit 65535, else 4. None
-    when no output axis walks the input contiguously."""
+    """Every int8 transpose (up to 4 axes) of a contiguous input whose vectors can run along the
+    output axis with input stride 1 (contiguous loads), scattered to that axis's output stride:
+    16 lanes when 15 strides fit a byte offset, 8 (16-bit offsets) when 7 fit 65535. None
+    otherwise (no such axis, or a longer stride: the DSP kernel takes it)."""
     a = c.args
     dims = [a[f"o{i}"] for i in range(4)]
-    strides = [a[f"s{i}"] for i in range(4)]
-    axes = [i for i in range(4) if strides[i] == 1 and dims[i] > 1]
+    axes = [i for i in range(4) if a[f"s{i}"] == 1 and dims[i] > 1]
     if not axes:
         return None
     axis = axes[-1]
     out_stride = int(np.prod(dims[axis + 1:], dtype=np.int64))
-    lanes = 16 if 15 * out_stride <= 0xFF else 8 if 7 * out_stride <= 0xFFFF else 4
+    lanes = 16 if 15 * out_stride <= 0xFF else 8 if 7 * out_stride <= 0xFFFF else 0
+    if not lanes:
+        return None
     call = kernel(SET, "transpose_s8_mve")(**a, axis=axis, lanes=lanes)
     call.variant = f"{lanes} lanes"
     return call

@@ -5,8 +5,8 @@
 /* out[i0][i1][i2][i3] = in[i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3], as transpose_s8: the loops run
  * over the output axes, the innermost along `axis`, the output axis whose input stride is 1
  * (rules.py picks it): `lanes` consecutive input bytes per load (the last ones predicated),
- * scattered at that axis's output stride (byte offsets in 16 lanes, 16-bit offsets in 8, 32-bit
- * in 4: Python picks the widest whose offsets fit). */
+ * scattered at that axis's output stride (byte offsets in 16 lanes, or 16-bit offsets in 8:
+ * Python picks the widest whose offsets fit). */
 static void transpose_s8_mve(const int8_t *in, int8_t *out, int o0, int o1, int o2, int o3, int s0, int s1, int s2,
                              int s3, int axis, int lanes)
 {
@@ -21,7 +21,6 @@ static void transpose_s8_mve(const int8_t *in, int8_t *out, int o0, int o1, int 
     const long os = t[axis];
     const uint8x16_t off8 = vmulq_n_u8(vidupq_n_u8(0u, 1), (uint8_t)os);
     const uint16x8_t off16 = vmulq_n_u16(vidupq_n_u16(0u, 1), (uint16_t)os);
-    const uint32x4_t off32 = vmulq_n_u32(vidupq_n_u32(0u, 1), (uint32_t)os);
     for (int i = 0; i < d[a[0]]; i++)
         for (int j = 0; j < d[a[1]]; j++)
             for (int l = 0; l < d[a[2]]; l++) {
@@ -31,12 +30,9 @@ static void transpose_s8_mve(const int8_t *in, int8_t *out, int o0, int o1, int 
                     if (lanes == 16) {
                         const mve_pred16_t p = vctp8q((uint32_t)(run - v));
                         vstrbq_scatter_offset_p_s8(dst, off8, vldrbq_z_s8(src, p), p);
-                    } else if (lanes == 8) {
+                    } else {
                         const mve_pred16_t p = vctp16q((uint32_t)(run - v));
                         vstrbq_scatter_offset_p_s16(dst, off16, vldrbq_z_s16(src, p), p);
-                    } else {
-                        const mve_pred16_t p = vctp32q((uint32_t)(run - v));
-                        vstrbq_scatter_offset_p_s32(dst, off32, vldrbq_z_s32(src, p), p);
                     }
                 }
             }
