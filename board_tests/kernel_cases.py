@@ -1374,6 +1374,13 @@ def mve_dw_5x5_s2(b, x):
     return b.conv(x[0], 12, 12, (5, 5), group=12, strides=[2, 2], pads=[2, 1, 2, 2])
 
 
+@case((1, 6, 9, 8))
+def mve_dw_2x2_dilated2(b, x):
+    """depthwise 2 x 2 with dilation 2: the 2 rows an output row reads are 2 apart, so they do not
+    fall in distinct slots iy mod 2 (the row slots per kernel row, refilled for each output row)"""
+    return b.conv(x[0], 6, 6, (2, 2), group=6, dilations=[2, 2], pads=[1, 1, 1, 0])
+
+
 @case((1, 16, 1, 172))
 def mve_dw_row_past_buffer(b, x):
     """depthwise 3 x 3 whose padded rows pass the kernel's row buffer (3 x 16 x 174 bytes): the

@@ -80,7 +80,8 @@ def test_every_helium_kernel_and_path_ran(grid):
     """The grid is not vacuous: each Helium kernel was chosen, each case's weighted, pooling and
     element-wise layers ran on Helium kernels (but the one it declines), and the variants reached
     include both requantizations of the conv, depthwise and FC kernels, the staged columns, and
-    the depthwise kernel's assembly (3x3 stride 1 and 2) and general tiles."""
+    the depthwise kernel's assembly (3x3 stride 1 and 2) and general tiles, its row ring and its
+    slots per kernel row."""
     kinds = ("Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Softmax", "Transpose")
     used = {la["kernel"] for la in grid.info["layers"]}
     assert HELIUM <= used, f"never chosen: {sorted(HELIUM - used)}"
@@ -93,7 +94,8 @@ def test_every_helium_kernel_and_path_ran(grid):
     for kernel, variant in (("conv2d_s8_mve", "4x2"), ("conv2d_s8_mve", "4x2 rq64"), ("conv2d_s8_mve", "4x2 staged"),
                             ("conv2d_s8_mve_dw", "4x4 3x3 s1"), ("conv2d_s8_mve_dw", "4x4 3x3 s2"),
                             ("conv2d_s8_mve_dw", "4x4 5x5 s2"), ("conv2d_s8_mve_dw", "4x4 3x3 s2 rq64"),
-                            ("conv2d_s8_mve_dw", "4x4 3x3 s1 d"), ("fc_s8_mve", "1x4"), ("fc_s8_mve", "1x4 rq64"),
+                            ("conv2d_s8_mve_dw", "4x4 3x3 s1 d"), ("conv2d_s8_mve_dw", "4x4 2x2 s1 d rows"),
+                            ("fc_s8_mve", "1x4"), ("fc_s8_mve", "1x4 rq64"),
                             ("transpose_s8_mve", "16 lanes"), ("transpose_s8_mve", "8 lanes"),
                             ("add_s8_mve", "contiguous"), ("add_s8_mve", "strided")):
         assert (kernel, variant) in variants, (kernel, variant, sorted(variants))

@@ -4,7 +4,7 @@
  * vector table, reset handler, and fault handlers that report on UART0 and end the
  * run through semihosting with a non-zero exit code, so that the host sees the failure.
  * Built with --specs=rdimon.specs -nostartfiles: newlib's own crt0 faults on this
- * machine model (docs/internals.md, Cortex-M7 start-up), so this file replaces it. The image links
+ * machine model (docs/internals.md, Cortex-M start-up), so this file replaces it. The image links
  * nothing of newlib that allocates: no stdio, no exit(), no atexit. */
 #include <stdint.h>
 

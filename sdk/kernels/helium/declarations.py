@@ -7,7 +7,7 @@ declare(SET, "conv2d_s8_mve", In("in", "int8_t"), Out("out", "int8_t"), W("w", "
         W("rq", "int32_t"), *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups kp aligned fastq"),
         *I("zx zy lo hi", "int32_t"))
 declare(SET, "conv2d_s8_mve_dw", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int32_t"), W("bias", "int32_t"),
-        W("rq", "int32_t"), *I("n h wd c oh ow kh kw sh sw pt pl dh dw wp fastq"), *I("zx zy lo hi", "int32_t"))
+        W("rq", "int32_t"), *I("n h wd c oh ow kh kw sh sw pt pl dh dw wp ring fastq"), *I("zx zy lo hi", "int32_t"))
 declare(SET, "fc_s8_mve", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
         W("rq", "int32_t"), *I("rows k n fastq"), *I("zy lo hi", "int32_t"))
 declare(SET, "maxpool_s8_mve", In("in", "int8_t"), Out("out", "int8_t"), *I("n h w c oh ow kh kw sh sw pt pl"))

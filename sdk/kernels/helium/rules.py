@@ -26,6 +26,8 @@ Every kernel is bit-identical to its portable counterpart (board_tests/test_kern
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...ir import Graph, Node
@@ -37,6 +39,7 @@ SET = "helium"
 CHUNK = 16  # int8 lanes of one MVE vector: K' is a multiple of it
 COL_BYTES = 8192  # CONV2D_S8_MVE_COL: the 4 columns of a tile on the stack, 4 x K' bytes
 DW_ROWS_BYTES = 8192  # CONV2D_S8_MVE_DW_ROWS: the zx-padded input rows of a depthwise layer
+DW_MAX_ROWS = 16  # the kernel rows conv2d_s8_mve_dw keeps pointers for
 FAST_SHIFT = 33  # cuvil_mve_rq: shifts from here to 62
 
 
@@ -151,8 +154,9 @@ def conv_depthwise(c: KernelCall, node: Node, g: Graph) -> Answer:
     wp = dw_row_width(a)
     c4 = round_up(ch, 4)
     rows = a["kh"] * c4 * wp  # kh rows of wp pixels, by channel quads
-    if rows > DW_ROWS_BYTES:
+    if rows > DW_ROWS_BYTES or a["kh"] > DW_MAX_ROWS:
         return None
+    ring = int(math.gcd(a["dh"], a["kh"]) == 1)  # the kh rows an output row reads fall in kh distinct slots iy mod kh
     taps = a["kh"] * a["kw"]
     wq = np.asarray(a["w"].data).astype(np.int64).reshape(ch, taps)
     quads = pad_rows(wq, c4).reshape(c4 // 4, 4, taps).transpose(0, 2, 1)  # [quad][tap][4 channels]
@@ -161,8 +165,10 @@ def conv_depthwise(c: KernelCall, node: Node, g: Graph) -> Answer:
         **pick(a, "in out n h wd c oh ow kh kw sh sw pt pl dh dw zx zy lo hi"),
         w=Weight("wdw", quads.astype(np.int32).reshape(-1), "int32_t"),
         bias=Weight("bias", pad_rows(folded_bias(a["bias"].data, wq.sum(axis=1), a["zx"]), c4), "int32_t"),
-        rq=Weight("rq", quad_requant(requant_pairs(a["mult"].data, a["shift"].data)), "int32_t"), wp=wp, fastq=fastq)
-    call.variant = f"4x4 {a['kh']}x{a['kw']} s{a['sw']}" + (" d" if a["dw"] > 1 else "") + ("" if fastq else " rq64")
+        rq=Weight("rq", quad_requant(requant_pairs(a["mult"].data, a["shift"].data)), "int32_t"), wp=wp, ring=ring,
+        fastq=fastq)
+    call.variant = f"4x4 {a['kh']}x{a['kw']} s{a['sw']}" + (" d" if a["dw"] > 1 or a["dh"] > 1 else "") + \
+        ("" if ring else " rows") + ("" if fastq else " rq64")
     return call.with_stack(rows=rows)
 
 
