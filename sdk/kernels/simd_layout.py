@@ -36,6 +36,18 @@ def undilated_pool(args: dict[str, Any]) -> dict[str, Any] | Declined:
     return {k: v for k, v in args.items() if k not in ("dh", "dw")}
 
 
+MAXPOOL_ARGS = "in out n h w c oh ow kh kw sh sw pt pl"  # a SIMD max pooling kernel's (no bottom/right pads)
+
+
+def pool_call(c, decl, names: str | None = None):
+    """A SIMD pooling kernel's call for the portable pooling call c: its arguments without the
+    dilation (those named, if given), or Declined for a dilated window."""
+    a = undilated_pool(c.args)
+    if isinstance(a, Declined):
+        return a
+    return decl(**(pick(a, names) if names else a))
+
+
 def data(w: Weight) -> np.ndarray:
     return np.asarray(w.data)
 

@@ -33,7 +33,7 @@ import numpy as np
 from ...ir import Graph, Node
 from ..contract import Declined, KernelCall, Weight, kernel
 from ..kernel_sets import Answer, KernelSet, register_kernel_set
-from ..simd_layout import STRIDED_SOFTMAX, merged_dims, pick, row_softmax_args, undilated_pool
+from ..simd_layout import STRIDED_SOFTMAX, MAXPOOL_ARGS, merged_dims, pick, pool_call, row_softmax_args
 
 SET = "helium"
 CHUNK = 16  # int8 lanes of one MVE vector: K' is a multiple of it
@@ -99,7 +99,8 @@ def tile_weights(wk: np.ndarray, kp: int, lanes: int) -> np.ndarray:
 def conv_gemm(c: KernelCall, node: Node, g: Graph) -> Answer:
     """Any convolution (groups, strides, dilations, pads): per group, tiles of 4 pixels x 2
     channels over columns of K' = kh x kw x c/groups rounded up to 16, built on the stack (4 x K'
-    bytes, up to COL_BYTES; straight into the tile when c/groups is a multiple of 16, `aligned`).
+    bytes, up to COL_BYTES; straight into the tile when c/groups is a multiple of 16 or the window
+    one tap, `aligned`; else through a staging column).
     A 1 x 1 convolution without padding whose tile would not fit is the FC kernel over its pixels;
     any other one is declined (the DSP set's K-tiled path takes it)."""
     a = c.args
@@ -122,7 +123,9 @@ def conv_gemm(c: KernelCall, node: Node, g: Graph) -> Answer:
         bs.append(np.repeat(pair_bias.reshape(-1, 2), 4, axis=1).reshape(-1))  # per pair {b0 x 4, b1 x 4}
         rs.append(quad_requant(rq[part]))
     fastq = fast_shifts(a["shift"].data)
-    aligned = int(icg % CHUNK == 0)
+    # the column's runs start on 16-byte chunks (each tap a multiple of 16 channels, or a single tap):
+    # im2col writes them straight into the interleaved tile
+    aligned = int(icg % CHUNK == 0 or kh * kw == 1)
     call = kernel(SET, "conv2d_s8_mve")(
         **pick(a, "in out n h wd c oh ow oc kh kw sh sw pt pl dh dw groups zx zy lo hi"),
         w=Weight("w8", np.concatenate(ws), "int8_t"), bias=Weight("bias", np.concatenate(bs), "int32_t"),
@@ -202,14 +205,12 @@ def fc_call(a: dict, rows: int, k: int, n: int) -> KernelCall:
 # --- pooling, element-wise, softmax, transpose --------------------------------------------------
 def maxpool_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Every undilated int8 max pooling: 16 channels per vector (VMAX), the last ones predicated."""
-    a = undilated_pool(c.args)
-    return a if isinstance(a, Declined) else kernel(SET, "maxpool_s8_mve")(**pick(a, "in out n h w c oh ow kh kw sh sw pt pl"))
+    return pool_call(c, kernel(SET, "maxpool_s8_mve"), MAXPOOL_ARGS)
 
 
 def avgpool_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Every undilated int8 average pooling: 4 channels per int32 vector, the window's multiplier."""
-    a = undilated_pool(c.args)
-    return a if isinstance(a, Declined) else kernel(SET, "avgpool_s8_mve")(**a)
+    return pool_call(c, kernel(SET, "avgpool_s8_mve"))
 
 
 def add_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:

@@ -67,37 +67,13 @@ static void __attribute__((noinline)) cuvil_mve_gemm4x2(struct cuvil_mve_gemm *g
           "q4", "q5", "memory", "cc");
 }
 
-/* n bytes (a multiple of 16) from src to every 4th 16-byte chunk of dst (a column of the tile). */
-static inline void cuvil_mve_copy_col(int8_t *dst, const int8_t *src, int n)
-{
-    __asm__ volatile("wlstp.8 lr, %[n], 2f\n"
-                     "1:\n\t"
-                     "vldrb.8 q0, [%[s]], #16\n\t"
-                     "vstrb.8 q0, [%[d]], #64\n\t"
-                     "letp lr, 1b\n"
-                     "2:"
-                     : [d] "+r"(dst), [s] "+r"(src)
-                     : [n] "r"(n)
-                     : "lr", "q0", "memory");
-}
+/* cuvil_mve_copy_col and cuvil_mve_fill_col: n bytes to every 4th 16-byte chunk of dst (a column
+ * of the tile), the last chunk predicated when n is not a multiple of 16. */
+CUVIL_MVE_COPY_FILL(cuvil_mve_copy_col, cuvil_mve_fill_col, 64)
 
-/* n bytes of zx (n a multiple of 16) into every 4th 16-byte chunk of dst. */
-static inline void cuvil_mve_fill_col(int8_t *dst, int32_t zx, int n)
-{
-    __asm__ volatile("vdup.8 q0, %[v]\n\t"
-                     "wlstp.8 lr, %[n], 2f\n"
-                     "1:\n\t"
-                     "vstrb.8 q0, [%[d]], #64\n\t"
-                     "letp lr, 1b\n"
-                     "2:"
-                     : [d] "+r"(dst)
-                     : [n] "r"(n), [v] "r"(zx)
-                     : "lr", "q0", "memory");
-}
-
-/* Where one pixel's column goes and how runs of it are written: `step` 64 writes a run straight
- * into the tile (every run is a multiple of 16 bytes: `aligned`), 16 into a contiguous
- * staging column that cuvil_mve_copy_col then interleaves. */
+/* How a run of one pixel's column is written: straight into the tile (every run starts on a
+ * 16-value chunk: `aligned`), or into a contiguous staging column that cuvil_mve_copy_col then
+ * interleaves. */
 static inline void cuvil_mve_run(int8_t *d, const int8_t *s, int n, int aligned)
 {
     if (aligned) {
@@ -117,10 +93,11 @@ static inline void cuvil_mve_pad(int8_t *d, int32_t zx, int n, int aligned)
 }
 
 /* One pixel's column for group g: K values [ky][kx][ci] (the weights' order), a padded tap as
- * zx (x - zx = 0, which the folded bias expects). Aligned (c/groups a multiple of 16): written
- * straight into the tile's column (every 4th chunk: a position k of the column lies at
- * k / 16 * 64 + k % 16); else contiguously into col. Runs of contiguous input bytes (a whole
- * kernel row when groups = 1 and dw = 1) are copied whole. */
+ * zx (x - zx = 0, which the folded bias expects). Aligned (every run starts on a 16-value chunk:
+ * c/groups a multiple of 16, or one tap): written straight into the tile's column (every 4th
+ * chunk: a position k of the column lies at k / 16 * 64 + k % 16; a run's last chunk may be
+ * partial); else contiguously into col. Runs of contiguous input bytes (a whole kernel row when
+ * groups = 1 and dw = 1) are copied whole. */
 static void cuvil_mve_im2col(const int8_t *plane, int8_t *col, int iy0, int ix0, int h, int wd, int c, int kh, int kw,
                              int dh, int dw, int icg, int aligned, int32_t zx)
 {

@@ -41,33 +41,36 @@ static inline int32x4_t cuvil_mve_rq64(int32x4_t acc, int32x4_t m, int32x4_t s, 
     return y;
 }
 
-/* Copies n bytes (any n >= 0) in a tail-predicated low-overhead loop: 16 bytes per
- * VLDRB/VSTRB pair, the last iteration predicated by the loop itself (no read past src + n). */
-static inline void cuvil_mve_copy(int8_t *dst, const int8_t *src, int n)
-{
-    __asm__ volatile("wlstp.8 lr, %[n], 2f\n"
-                     "1:\n\t"
-                     "vldrb.8 q0, [%[s]], #16\n\t"
-                     "vstrb.8 q0, [%[d]], #16\n\t"
-                     "letp lr, 1b\n"
-                     "2:"
-                     : [d] "+r"(dst), [s] "+r"(src)
-                     : [n] "r"(n)
-                     : "lr", "q0", "memory");
-}
+/* Copies of n bytes (any n >= 0) in a tail-predicated low-overhead loop: 16 bytes per VLDRB/VSTRB
+ * pair, the last iteration predicated by the loop itself (nothing past src + n is read or past the
+ * run written); the destination advances by STEP bytes per 16: 16 for a contiguous copy, 64 for a
+ * column of conv2d_s8_mve's interleaved tile. The fill stores the byte v the same way. */
+#define CUVIL_MVE_COPY_FILL(copy, fill, STEP)                                                             \
+    static inline void copy(int8_t *dst, const int8_t *src, int n)                                        \
+    {                                                                                                     \
+        __asm__ volatile("wlstp.8 lr, %[n], 2f\n"                                                         \
+                         "1:\n\t"                                                                         \
+                         "vldrb.8 q0, [%[s]], #16\n\t"                                                    \
+                         "vstrb.8 q0, [%[d]], #" #STEP "\n\t"                                             \
+                         "letp lr, 1b\n"                                                                  \
+                         "2:"                                                                             \
+                         : [d] "+r"(dst), [s] "+r"(src)                                                   \
+                         : [n] "r"(n)                                                                     \
+                         : "lr", "q0", "memory");                                                         \
+    }                                                                                                     \
+    static inline void fill(int8_t *dst, int32_t v, int n)                                                \
+    {                                                                                                     \
+        __asm__ volatile("vdup.8 q0, %[v]\n\t"                                                            \
+                         "wlstp.8 lr, %[n], 2f\n"                                                         \
+                         "1:\n\t"                                                                         \
+                         "vstrb.8 q0, [%[d]], #" #STEP "\n\t"                                             \
+                         "letp lr, 1b\n"                                                                  \
+                         "2:"                                                                             \
+                         : [d] "+r"(dst)                                                                  \
+                         : [n] "r"(n), [v] "r"(v)                                                         \
+                         : "lr", "q0", "memory");                                                         \
+    }
 
-/* Sets n bytes (any n >= 0) to v, as cuvil_mve_copy. */
-static inline void cuvil_mve_fill(int8_t *dst, int32_t v, int n)
-{
-    __asm__ volatile("vdup.8 q0, %[v]\n\t"
-                     "wlstp.8 lr, %[n], 2f\n"
-                     "1:\n\t"
-                     "vstrb.8 q0, [%[d]], #16\n\t"
-                     "letp lr, 1b\n"
-                     "2:"
-                     : [d] "+r"(dst)
-                     : [n] "r"(n), [v] "r"(v)
-                     : "lr", "q0", "memory");
-}
+CUVIL_MVE_COPY_FILL(cuvil_mve_copy, cuvil_mve_fill, 16)
 
 #endif
