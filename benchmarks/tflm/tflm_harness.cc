@@ -61,7 +61,7 @@ static int put_line(int fd, const char *key, uint64_t value) {
 
 int main(void) {
   const tflite::Model *model = tflite::GetModel(tflm_model);
-  static tflite::MicroMutableOpResolver<16> resolver;  // constructed here: the start-up code runs no constructors
+  tflite::MicroMutableOpResolver<16> resolver;  // a local: the start-up code runs no constructors, registers no destructors
   resolver.AddConv2D();
   resolver.AddDepthwiseConv2D();
   resolver.AddFullyConnected();
