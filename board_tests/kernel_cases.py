@@ -1381,6 +1381,24 @@ def mve_dw_2x2_dilated2(b, x):
     return b.conv(x[0], 6, 6, (2, 2), group=6, dilations=[2, 2], pads=[1, 1, 1, 0])
 
 
+@case((1, 32, 5, 6))
+def mve_conv_grouped_c16(b, x):
+    """3 x 3 in 2 groups of 16 channels (aligned columns, one run per tap), 7 outputs per group"""
+    return b.conv(x[0], 32, 14, (3, 3), group=2, pads=[1, 1, 1, 1])
+
+
+@case((1, 15, 4, 5))
+def mve_conv_grouped_1x1_c5(b, x):
+    """1 x 1 in 3 groups of 5 channels (one tap: written straight into the tile, a partial chunk)"""
+    return b.conv(x[0], 15, 9, (1, 1), group=3)
+
+
+@case((1, 2, 5, 3, 3))
+def mve_conv_batch2(b, x):
+    """a batch of 2 images of 3 x 3 pixels: 4-pixel tiles that cross from one image to the next"""
+    return b.conv(b.reshape(x[0], [2, 5, 3, 3]), 5, 6, (3, 3), pads=[1, 1, 1, 1])
+
+
 @case((1, 16, 1, 172))
 def mve_dw_row_past_buffer(b, x):
     """depthwise 3 x 3 whose padded rows pass the kernel's row buffer (3 x 16 x 174 bytes): the

@@ -10,7 +10,8 @@ the mve_ cases written for the Helium paths (the 64-bit requantization on the im
 depthwise kernel, its general tile, rows past its buffer, the FC kernel over a large pointwise
 layer, channel tails of the pooling kernels, and a layer the set declines). The same samples (float
 ones over a range wider than calibration, int8 codes at both extremes and random) run through
-run_quantized_model. The wide softmax rows (a 132 KB input) are left to the DSP grid.
+run_quantized_model. The wide softmax rows (a 132 KB input, rows past 2^15 values: the 64-bit sums)
+are a firmware of their own.
 
 A missing arm-none-eabi-gcc, qemu-system-arm or scons makes these tests fail, never skip.
 """
@@ -30,7 +31,8 @@ from tools import missing_tools
 
 BOARD, PROFILE = "cortex-m55", "lite"
 TOOLS = ["arm-none-eabi-gcc", "arm-none-eabi-objcopy", "qemu-system-arm", "scons"]
-CASES = [c for c in kc.ids_with("dsp_") if c != "dsp_softmax_wide_rows"] + kc.ids_with("mve_")
+WIDE = "dsp_softmax_wide_rows"
+CASES = [c for c in kc.ids_with("dsp_") if c != WIDE] + kc.ids_with("mve_")
 DECLINED = {"mve_conv_3x3_c256_declined": "conv2d_s8_dsp"}  # case -> the DSP kernel that runs it
 HELIUM = set(declarations("helium"))
 
@@ -112,6 +114,20 @@ def test_only_the_declined_layer_is_a_fallback(grid):
     fallbacks = grid.info["fallbacks"]
     assert [(f["layer"].split("_Conv")[0], f["kernel"]) for f in fallbacks] == list(DECLINED.items()), fallbacks
     assert fallbacks[0]["reason"] == "helium: a column of 2304 values (the 4-pixel im2col tile takes 2048)"
+
+
+@pytest.mark.slow
+def test_softmax_rows_past_2_15_values(tmp_path):
+    """softmax_s8_mve's 64-bit sums (`wide`, rows of 2^15 values or more) against the reference."""
+    net = kc.save_net(kc.make_net("helium_wide", [WIDE]), tmp_path)
+    g = kc.reference_graph(net, BOARD, PROFILE, "int8")
+    samples = kc.float_samples(net, 1, seed=33)
+    info = kc.build(net, tmp_path / "build", BOARD, PROFILE, "int8")
+    assert {la["kernel"] for la in info["layers"] if la["op"] == "Softmax"} == {"softmax_s8_mve"}
+    raw = run_samples(get_board(BOARD), info, samples, False)["raw"]
+    want = run_quantized_model(g, samples[0])[0]
+    for y, got in zip(net.outputs[WIDE], raw):
+        assert np.array_equal(got[0].reshape(want[y].shape), want[y]), kc.mismatch(got[0].reshape(want[y].shape), want[y])
 
 
 @pytest.mark.slow
