@@ -75,13 +75,15 @@ def test_folded_bias_gives_the_portable_accumulator():
 
 def test_tile_and_quad_layouts():
     """The GEMM tile reads, per 16 values of K', 16 weights of each channel of a block in turn, zero
-    past K and for the channels that pad the last block; the requant vectors are {M x 4, S x 4}."""
+    past K and for the channels that pad the last block; the requant vectors are {M x 4, R x 4} with
+    R = 32 - S (the VRSHL operand) when every shift is fast, else S (the 64-bit rule)."""
     wk = np.arange(3 * 20).reshape(3, 20) % 100
     t = mve.tile_weights(wk, 32, 2).reshape(2, 2, 2, 16)  # [pair][chunk][channel][16]
     assert np.array_equal(t[0, 0, 1], wk[1, :16]) and np.array_equal(t[0, 1, 0, :4], wk[0, 16:])
     assert not t[0, 1, 0, 4:].any() and not t[1, :, 1].any() and np.array_equal(t[1, 1, 0, :4], wk[2, 16:])
-    rq = mve.quad_requant(np.array([[10, 40], [11, 41], [12, 42], [13, 43], [14, 44]]))
-    assert rq.tolist() == [10, 11, 12, 13, 40, 41, 42, 43, 14, 0, 0, 0, 44, 0, 0, 0]
+    mult, shift = np.array([10, 11, 12, 13, 14]), np.array([40, 41, 42, 43, 44])
+    assert mve.quad_requant(mult, shift, 1).tolist() == [10, 11, 12, 13, -8, -9, -10, -11, 14, 0, 0, 0, -12, 0, 0, 0]
+    assert mve.quad_requant(mult, shift, 0).tolist() == [10, 11, 12, 13, 40, 41, 42, 43, 14, 0, 0, 0, 44, 0, 0, 0]
 
 
 def deep_conv_model(path: Path) -> None:

@@ -62,14 +62,13 @@ def folded_bias(bias: np.ndarray, wsum: np.ndarray, zx: int) -> np.ndarray:
     return wrap32(np.asarray(bias, dtype=np.int64) - int(zx) * np.asarray(wsum, dtype=np.int64))
 
 
-def requant_pairs(mult: np.ndarray, shift: np.ndarray) -> np.ndarray:
-    """{M, S} per channel, as the kernels read them."""
-    return np.stack([np.asarray(mult).reshape(-1), np.asarray(shift).reshape(-1)], axis=1).astype(np.int32)
-
-
-def quad_requant(rq: np.ndarray) -> np.ndarray:
-    """{M, S} rows -> per 4 channels (zero rows pad the last) {M x 4, S x 4}: the vectors the
-    kernels requantize 4 channels with (cuvil_mve_rqv)."""
+def quad_requant(mult: np.ndarray, shift: np.ndarray, fastq: int) -> np.ndarray:
+    """Per 4 channels (zero rows pad the last) {M x 4, R x 4}: the vectors the kernels requantize 4
+    channels with. R is 32 - S when the layer's shifts all take the fast form (fastq: VRSHL's
+    operand, cuvil_mve_rqv), else S (cuvil_mve_rq64)."""
+    mult, shift = np.asarray(mult).reshape(-1), np.asarray(shift).reshape(-1)
+    r = 32 - shift if fastq else shift
+    rq = np.stack([mult, r], axis=1).astype(np.int64)
     quads = round_up(rq.shape[0], 4) // 4
     return pad_rows(rq, 4 * quads).reshape(quads, 4, 2).transpose(0, 2, 1).reshape(-1).astype(np.int32)
 
@@ -114,15 +113,15 @@ def conv_gemm(c: KernelCall, node: Node, g: Graph) -> Answer:
         return Declined(f"a column of {k} values (the 4-pixel im2col tile takes {COL_BYTES // 4})")
     wq = np.asarray(a["w"].data).astype(np.int64).reshape(oc, k)  # [oc][kh][kw][icg]
     bias = np.asarray(a["bias"].data).astype(np.int64)
-    rq = requant_pairs(a["mult"].data, a["shift"].data)
+    mult, shift = np.asarray(a["mult"].data), np.asarray(a["shift"].data)
+    fastq = fast_shifts(shift)
     ws, bs, rs = [], [], []
     for i in range(groups):
         part = slice(i * ocg, (i + 1) * ocg)
         ws.append(tile_weights(wq[part], kp, 2))
         pair_bias = pad_rows(folded_bias(bias[part], wq[part].sum(axis=1), a["zx"]), round_up(ocg, 2))
         bs.append(np.repeat(pair_bias.reshape(-1, 2), 4, axis=1).reshape(-1))  # per pair {b0 x 4, b1 x 4}
-        rs.append(quad_requant(rq[part]))
-    fastq = fast_shifts(a["shift"].data)
+        rs.append(quad_requant(mult[part], shift[part], fastq))
     # the column's runs start on 16-byte chunks (each tap a multiple of 16 channels, or a single tap):
     # im2col writes them straight into the interleaved tile
     aligned = int(icg % CHUNK == 0 or kh * kw == 1)
@@ -168,7 +167,7 @@ def conv_depthwise(c: KernelCall, node: Node, g: Graph) -> Answer:
         **pick(a, "in out n h wd c oh ow kh kw sh sw pt pl dh dw zx zy lo hi"),
         w=Weight("wdw", quads.astype(np.int32).reshape(-1), "int32_t"),
         bias=Weight("bias", pad_rows(folded_bias(a["bias"].data, wq.sum(axis=1), a["zx"]), c4), "int32_t"),
-        rq=Weight("rq", quad_requant(requant_pairs(a["mult"].data, a["shift"].data)), "int32_t"), wp=wp, ring=ring,
+        rq=Weight("rq", quad_requant(a["mult"].data, a["shift"].data, fastq), "int32_t"), wp=wp, ring=ring,
         fastq=fastq)
     call.variant = f"4x4 {a['kh']}x{a['kw']} s{a['sw']}" + (" d" if a["dw"] > 1 or a["dh"] > 1 else "") + \
         ("" if ring else " rows") + ("" if fastq else " rq64")
@@ -193,8 +192,8 @@ def fc_call(a: dict, rows: int, k: int, n: int) -> KernelCall:
     wq = np.asarray(a["w"].data).astype(np.int64).reshape(n, k)
     quads = round_up(n, 4) // 4
     bias = pad_rows(folded_bias(a["bias"].data, wq.sum(axis=1), a["zx"]), 4 * quads)
-    rq = quad_requant(requant_pairs(a["mult"].data, a["shift"].data))
     fastq = fast_shifts(a["shift"].data)
+    rq = quad_requant(a["mult"].data, a["shift"].data, fastq)
     call = kernel(SET, "fc_s8_mve")(**pick(a, "in out zy lo hi"), rows=rows, k=k, n=n,
                                     w=Weight("w8", tile_weights(wq, kp, 4), "int8_t"),
                                     bias=Weight("bias", bias, "int32_t"), rq=Weight("rq", rq, "int32_t"), fastq=fastq)

@@ -142,10 +142,10 @@ static inline void cuvil_mve_window(const int8_t *src, int8_t *col, int kh, int 
 /* int8 2-D convolution, NHWC, as conv2d_s8 bit for bit: acc = bias' + sum of x * w over the
  * column, with bias' = bias - zx * sum(w) (rules.py), which is bias + sum of (x - zx) * w modulo
  * 2^32 and so exactly the portable kernel's int32 accumulator; then, 4 channels per vector with
- * their M and S, cuvil_mve_rqv (every shift >= 33: fastq) or the 64-bit rule per lane. Per
+ * their M and 32 - S, cuvil_mve_rqv (every shift >= 33: fastq), or M and S, the 64-bit rule per lane. Per
  * group, tiles of 4 output pixels (the last tile stores only the pixels it has) x the group's
  * channel pairs (an odd group's last pair has a zero second channel, never stored). Per group
- * of ocg channels: w and bias (8 per pair) by pairs, rq by 4 channels ({M x 4, S x 4}); the tile
+ * of ocg channels: w and bias (8 per pair) by pairs, rq by 4 channels (rules.quad_requant); the tile
  * (4 x K' bytes) and, when c/groups is not a multiple of 16, a staging column (K' bytes) are on
  * the stack. */
 static void conv2d_s8_mve(const int8_t *in, int8_t *out, const int8_t *w, const int32_t *bias, const int32_t *rq,
@@ -196,13 +196,8 @@ static void conv2d_s8_mve(const int8_t *in, int8_t *out, const int8_t *w, const 
                 cuvil_mve_gemm4x2(&g);
                 for (int ch = 2 * o; ch < 2 * (o + todo) && ch < ocg; ch += 4) { /* 4 channels at a time */
                     const int32_t *q = rg + 2 * ch;
-                    const int32x4_t m = vld1q_s32(q), s = vld1q_s32(q + 4);
-                    const mve_pred16_t valid = vctp32q((uint32_t)(ocg - ch));
-                    for (int j = 0; j < count; j++) {
-                        const int32x4_t a = vld1q_s32(acc + 2 * CUVIL_MVE_PAIRS * j + ch - 2 * o);
-                        const int32x4_t y = fastq ? cuvil_mve_rqv(a, m, s, zy, lo, hi) : cuvil_mve_rq64(a, m, s, zy, lo, hi);
-                        vstrbq_p_s32(dst + (long)j * oc + ch, y, valid);
-                    }
+                    cuvil_mve_rq_pixels(acc + ch - 2 * o, 2 * CUVIL_MVE_PAIRS, vld1q_s32(q), vld1q_s32(q + 4), dst + ch,
+                                        oc, count, ocg - ch, fastq, zy, lo, hi);
                 }
             }
         }

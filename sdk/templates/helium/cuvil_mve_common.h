@@ -21,12 +21,24 @@ static inline int32x4_t cuvil_mve_rq(int32x4_t acc, int32_t m, int32_t s, int32_
     return vminq_s32(vmaxq_s32(v, vdupq_n_s32(lo)), vdupq_n_s32(hi));
 }
 
-/* The same with a multiplier and shift per lane (m, s vectors). */
-static inline int32x4_t cuvil_mve_rqv(int32x4_t acc, int32x4_t m, int32x4_t s, int32_t zy, int32_t lo, int32_t hi)
+/* The same with a multiplier and a shift per lane: m, and r = 32 - S as the kernels keep it for
+ * layers whose shifts are all >= 33 (rules.py, quad_requant), the VRSHL operand itself. */
+static inline int32x4_t cuvil_mve_rqv(int32x4_t acc, int32x4_t m, int32x4_t r, int32_t zy, int32_t lo, int32_t hi)
 {
-    int32x4_t v = vrshlq_s32(vmulhq_s32(acc, m), vsubq_s32(vdupq_n_s32(32), s));
+    int32x4_t v = vrshlq_s32(vmulhq_s32(acc, m), r);
     v = vaddq_n_s32(v, zy);
     return vminq_s32(vmaxq_s32(v, vdupq_n_s32(lo)), vdupq_n_s32(hi));
+}
+
+/* Stores the low bytes of 4 lanes, the first `left` of them when fewer than 4 are left (a
+ * predicated store only then: the others skip setting the predicate). */
+static inline void cuvil_mve_store4(int8_t *dst, int32x4_t y, int left)
+{
+    if (left >= 4) {
+        vstrbq_s32(dst, y);
+    } else {
+        vstrbq_p_s32(dst, y, vctp32q((uint32_t)left));
+    }
 }
 
 /* Any shift S in [1, 62]: cuvil_requant (64-bit) lane by lane, for the layers whose shifts do
@@ -39,6 +51,30 @@ static inline int32x4_t cuvil_mve_rq64(int32x4_t acc, int32x4_t m, int32x4_t s, 
     y = vsetq_lane_s32(cuvil_requant(vgetq_lane_s32(acc, 2), vgetq_lane_s32(m, 2), vgetq_lane_s32(s, 2), zy, lo, hi), y, 2);
     y = vsetq_lane_s32(cuvil_requant(vgetq_lane_s32(acc, 3), vgetq_lane_s32(m, 3), vgetq_lane_s32(s, 3), zy, lo, hi), y, 3);
     return y;
+}
+
+/* `count` pixels' 4 channels (acc, acc + acc_step, ...) requantized with the channels' m and r
+ * (cuvil_mve_rqv; S in r and the 64-bit rule when !fastq) and stored at dst, dst + dst_step, ...;
+ * `left` channels are stored when fewer than 4 are left. The branches stay outside the loops, so
+ * each stays a low-overhead loop. */
+static inline void cuvil_mve_rq_pixels(const int32_t *acc, int acc_step, int32x4_t m, int32x4_t r, int8_t *dst,
+                                       long dst_step, int count, int left, int fastq, int32_t zy, int32_t lo,
+                                       int32_t hi)
+{
+    if (!fastq) {
+        for (int j = 0; j < count; j++, acc += acc_step, dst += dst_step) {
+            cuvil_mve_store4(dst, cuvil_mve_rq64(vld1q_s32(acc), m, r, zy, lo, hi), left);
+        }
+    } else if (left >= 4) {
+        for (int j = 0; j < count; j++, acc += acc_step, dst += dst_step) {
+            vstrbq_s32(dst, cuvil_mve_rqv(vld1q_s32(acc), m, r, zy, lo, hi));
+        }
+    } else {
+        const mve_pred16_t valid = vctp32q((uint32_t)left);
+        for (int j = 0; j < count; j++, acc += acc_step, dst += dst_step) {
+            vstrbq_p_s32(dst, cuvil_mve_rqv(vld1q_s32(acc), m, r, zy, lo, hi), valid);
+        }
+    }
 }
 
 /* Copies of n bytes (any n >= 0) in a tail-predicated low-overhead loop: 16 bytes per VLDRB/VSTRB

@@ -45,7 +45,8 @@ static void __attribute__((noinline)) cuvil_mve_quad(struct cuvil_mve_quad *q)
 
 /* int8 fully connected, as fc_s8 bit for bit: out[r][j] = requant(bias'[j] + sum_i x[r][i] *
  * w[j][i]) with bias' = bias - zx * sum(w) (rules.py: the raw sum plus bias' is the portable
- * int32 accumulator modulo 2^32). rq: per 4 outputs, their M then their S. */
+ * int32 accumulator modulo 2^32). rq: per 4 outputs (rules.quad_requant), their M, then 32 - S
+ * (fastq: cuvil_mve_rqv) or S (the 64-bit rule). */
 static void fc_s8_mve(const int8_t *in, int8_t *out, const int8_t *w, const int32_t *bias, const int32_t *rq,
                       int rows, int k, int n, int fastq, int32_t zy, int32_t lo, int32_t hi)
 {
@@ -60,7 +61,7 @@ static void fc_s8_mve(const int8_t *in, int8_t *out, const int8_t *w, const int3
             cuvil_mve_quad(&q);
             const int32x4_t acc = vld1q_s32(q.acc), m = vld1q_s32(rq + 2 * j), s = vld1q_s32(rq + 2 * j + 4);
             const int32x4_t y = fastq ? cuvil_mve_rqv(acc, m, s, zy, lo, hi) : cuvil_mve_rq64(acc, m, s, zy, lo, hi);
-            vstrbq_p_s32(out + j, y, vctp32q((uint32_t)(n - j)));
+            cuvil_mve_store4(out + j, y, n - j);
         }
     }
 }
