@@ -12,6 +12,31 @@ static inline int32x4_t cuvil_mve_add_load(const int8_t *p, int stride, uint32x4
     return vldrbq_gather_offset_z_s32(p, offsets, valid);
 }
 
+/* A run of n elements where both operands are contiguous: 4 int32 lanes per pass of a
+ * tail-predicated loop (DLSTP/LETP: nothing past the run is read or written), 11 instructions.
+ * VLDRB.S32 with write-back takes low base registers only. */
+static inline void cuvil_mve_add_run(const int8_t *a, const int8_t *b, int8_t *out, int n, int32_t ma, int32_t mb,
+                                     uint32_t c0, int32_t shift, int32_t zy, int32x4_t vlo, int32x4_t vhi)
+{
+    __asm__ volatile("dlstp.32 lr, %[n]\n"
+                     "1:\n\t"
+                     "vldrb.s32 q0, [%[a]], #4\n\t"
+                     "vldrb.s32 q1, [%[b]], #4\n\t"
+                     "vmul.i32 q0, q0, %[ma]\n\t"
+                     "vmla.s32 q0, q1, %[mb]\n\t"
+                     "vadd.i32 q0, q0, %[c0]\n\t"
+                     "vshl.s32 q0, %[sh]\n\t"
+                     "vadd.i32 q0, q0, %[zy]\n\t"
+                     "vmax.s32 q0, q0, %q[lo]\n\t"
+                     "vmin.s32 q0, q0, %q[hi]\n\t"
+                     "vstrb.32 q0, [%[o]], #4\n\t"
+                     "letp lr, 1b"
+                     : [a] "+l"(a), [b] "+l"(b), [o] "+l"(out)
+                     : [n] "r"(n), [ma] "r"(ma), [mb] "r"(mb), [c0] "r"(c0), [sh] "r"(-shift), [zy] "r"(zy),
+                       [lo] "w"(vlo), [hi] "w"(vhi)
+                     : "lr", "q0", "q1", "memory");
+}
+
 /* y = clamp(zy + ((a * ma + b * mb + c0) >> shift), lo, hi), as add_s8 bit for bit: Python folded
  * the zero points and the rounding term into c0 = 2^(shift-1) - za * ma - zb * mb modulo 2^32,
  * so the wrapping int32 lanes reach add_s8's sum, an int32 value, exactly. Geometry: output dims
@@ -29,6 +54,11 @@ static void add_s8_mve(const int8_t *a, const int8_t *b, int8_t *out, int d0, in
             for (int i2 = 0; i2 < d2; i2++) {
                 const int8_t *pa = a + (long)i0 * sa0 + (long)i1 * sa1 + (long)i2 * sa2;
                 const int8_t *pb = b + (long)i0 * sb0 + (long)i1 * sb1 + (long)i2 * sb2;
+                if (sa3 == 1 && sb3 == 1) {
+                    cuvil_mve_add_run(pa, pb, out, d3, ma, mb, c0, shift, zy, vlo, vhi);
+                    out += d3;
+                    continue;
+                }
                 for (int i3 = 0; i3 < d3; i3 += 4, pa += 4 * sa3, pb += 4 * sb3, out += 4) {
                     const int left = d3 - i3;
                     const mve_pred16_t valid = vctp32q((uint32_t)left);
