@@ -108,6 +108,8 @@ SCHEMA: tuple[Entry, ...] = (
     E("peripherals", "table", "firmware: peripheral base addresses"),
     E("peripherals.uart0", "integer", "the CMSDK UART0 (console; the cuvil bootloader's port)"),
     E("peripherals.usart3", "integer", "the STM32 USART3 (console)", documents=True),
+    E("peripherals.usart1", "integer", "the STM32 USART1 (console)", documents=True),
+    E("peripherals.lpuart1", "integer", "the STM32 LPUART1 (console)", documents=True),
     # [firmware]: what a firmware build adds to the generated C
     E("firmware", "table", "firmware boards: sources and templates of the image"),
     E("firmware.sources", "strings", "board C sources, relative to this folder"),
