@@ -10,8 +10,6 @@
  *
  * Not tried on hardware: CI builds this file (board_tests/test_nucleo_family.py); no emulator
  * models the STM32U575. */
-#include "uart.h"
-
 #define RCC_BASE 0x46020C00u
 #define RCC_AHB2ENR1 (*(volatile uint32_t *)(RCC_BASE + 0x8Cu))
 #define RCC_APB2ENR (*(volatile uint32_t *)(RCC_BASE + 0xA4u))
@@ -28,20 +26,8 @@
 #define AF7_USART1 0x7u
 #define PUPD_PULL_UP 0x1u
 
-#define USART1_BASE 0x40013800u
-#define USART_CR1 (*(volatile uint32_t *)(USART1_BASE + 0x00u))
-#define USART_BRR (*(volatile uint32_t *)(USART1_BASE + 0x0Cu))
-#define USART_ISR (*(volatile uint32_t *)(USART1_BASE + 0x1Cu))
-#define USART_ICR (*(volatile uint32_t *)(USART1_BASE + 0x20u))
-#define USART_RDR (*(volatile uint32_t *)(USART1_BASE + 0x24u))
-#define USART_TDR (*(volatile uint32_t *)(USART1_BASE + 0x28u))
-#define ISR_ERRORS 0xFu /* PE, FE, NE, ORE */
-#define ISR_RXNE (1u << 5)
-#define ISR_TXE (1u << 7)
-#define ICR_ERRORS 0xFu
-#define CR1_UE (1u << 0)
-#define CR1_RE (1u << 2)
-#define CR1_TE (1u << 3)
+#define USART_BASE 0x40013800u
+#include "../nucleo_f767zi/stm32_usart.h"
 
 #define PCLK2_HZ 4000000u /* MSIS after reset */
 #define BAUD 115200u
@@ -58,37 +44,5 @@ void uart_init(void)
     GPIOA_AFRH = (GPIOA_AFRH & ~0xFF0u) | (AF7_USART1 << 4) | (AF7_USART1 << 8);
     USART_CR1 = 0u;
     USART_BRR = (PCLK2_HZ + BAUD / 2u) / BAUD; /* oversampling by 16 */
-    USART_CR1 = CR1_TE | CR1_RE | CR1_UE; /* 8 data bits, no parity, 1 stop bit (CR2 reset) */
-}
-
-void uart_putc(char c)
-{
-    while ((USART_ISR & ISR_TXE) == 0u) {
-    }
-    USART_TDR = (uint32_t)(unsigned char)c;
-}
-
-#include "../cortex_m7/uart_text.h"
-
-/* Polled, as the NUCLEO-F767ZI's USART3: a line error is cleared and the byte kept. */
-void uart_rx_begin(void)
-{
-    USART_ICR = ICR_ERRORS;
-}
-
-uint8_t uart_getc(void)
-{
-    for (;;) {
-        uint32_t isr = USART_ISR;
-        if ((isr & ISR_ERRORS) != 0u) {
-            USART_ICR = ICR_ERRORS;
-        }
-        if ((isr & ISR_RXNE) != 0u) {
-            return (uint8_t)USART_RDR;
-        }
-    }
-}
-
-void uart_rx_end(void)
-{
+    USART_CR1 = CR1_ENABLE;
 }
