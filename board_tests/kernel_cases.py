@@ -1350,6 +1350,89 @@ def dsp_transpose_nchw_rgba(b, x):
 def dsp_softmax_rows(b, x):
     """rows of 13: 32-bit sums and UDIV"""
     return b.op("Softmax", x, axis=-1)
+# --- the Helium kernels' own paths (sdk/kernels/helium/rules.py, issue 31): run on cortex-m55 with
+# the dsp_ cases (board_tests/test_kernels_m55_helium.py), on the host with them.
+@case((1, 16, 9, 8))
+def mve_conv_3x3_shifts_s2(b, x):
+    """3 x 3 stride 2, 16 -> 13 channels (an odd last pair), asymmetric pads, scales 1e-11..1e6 and a
+    narrow clip: shifts from about 13 to 62 on the aligned im2col tile (the 64-bit requantization)"""
+    return b.clip(trained_conv(b, x[0], 16, 13, (3, 3), -11.0, 6.0, strides=[2, 2], pads=[1, 0, 2, 1]), -0.3, 0.3)
+
+
+@case((1, 7, 9, 8))
+def mve_dw_shifts_c7(b, x):
+    """depthwise 3 x 3 stride 2 over 7 channels (a predicated last quad), shifts 13..62 (the 64-bit
+    requantization of the depthwise kernel), pads on every side"""
+    return b.clip(trained_conv(b, x[0], 7, 7, (3, 3), -11.0, 6.0, group=7, strides=[2, 2], pads=[1, 1, 1, 1]),
+                  -0.3, 0.3)
+
+
+@case((1, 12, 11, 10))
+def mve_dw_5x5_s2(b, x):
+    """depthwise 5 x 5 stride 2 over 12 channels: the depthwise kernel's general (C) tile, rows of 4,
+    2 and 1 pixels"""
+    return b.conv(x[0], 12, 12, (5, 5), group=12, strides=[2, 2], pads=[2, 1, 2, 2])
+
+
+@case((1, 6, 9, 8))
+def mve_dw_2x2_dilated2(b, x):
+    """depthwise 2 x 2 with dilation 2: the 2 rows an output row reads are 2 apart, so they do not
+    fall in distinct slots iy mod 2 (the row slots per kernel row, refilled for each output row)"""
+    return b.conv(x[0], 6, 6, (2, 2), group=6, dilations=[2, 2], pads=[1, 1, 1, 0])
+
+
+@case((1, 32, 5, 6))
+def mve_conv_grouped_c16(b, x):
+    """3 x 3 in 2 groups of 16 channels (aligned columns, one run per tap), 7 outputs per group"""
+    return b.conv(x[0], 32, 14, (3, 3), group=2, pads=[1, 1, 1, 1])
+
+
+@case((1, 15, 4, 5))
+def mve_conv_grouped_1x1_c5(b, x):
+    """1 x 1 in 3 groups of 5 channels (one tap: written straight into the tile, a partial chunk)"""
+    return b.conv(x[0], 15, 9, (1, 1), group=3)
+
+
+@case((1, 2, 5, 3, 3))
+def mve_conv_batch2(b, x):
+    """a batch of 2 images of 3 x 3 pixels: 4-pixel tiles that cross from one image to the next"""
+    return b.conv(b.reshape(x[0], [2, 5, 3, 3]), 5, 6, (3, 3), pads=[1, 1, 1, 1])
+
+
+@case((1, 16, 1, 172))
+def mve_dw_row_past_buffer(b, x):
+    """depthwise 3 x 3 whose padded rows pass the kernel's row buffer (3 x 16 x 174 bytes): the
+    grouped GEMM (one input channel per group, staged columns)"""
+    return b.conv(x[0], 16, 16, (3, 3), group=16, pads=[1, 1, 1, 1])
+
+
+@case((1, 32, 6, 7))
+def mve_conv_1x1_s2_c32(b, x):
+    """1 x 1 stride 2 over 32 channels (ResNet-8's shortcut): columns copied straight into the tile"""
+    return b.conv(x[0], 32, 20, (1, 1), strides=[2, 2])
+
+
+@case((1, 2100, 1, 2))
+def mve_conv_1x1_k2100(b, x):
+    """1 x 1 over 2100 channels (a column past the 4-pixel tile): the FC kernel over the 2 pixels"""
+    return b.conv(x[0], 2100, 5, (1, 1))
+
+
+@case((1, 256, 2, 3))
+def mve_conv_3x3_c256_declined(b, x):
+    """3 x 3 over 256 channels: a column of 2304 values, past the Helium tile and not 1 x 1, so the
+    set declines it (named in fallbacks) and the DSP kernels' K-tiled path runs it"""
+    return b.conv(x[0], 256, 6, (3, 3), pads=[1, 1, 1, 1])
+
+
+@case((1, 20, 7, 9))
+def mve_pool_channel_tails(b, x):
+    """max pooling over 20 channels (16 + a predicated 4), then average pooling with padding counted
+    (4 + 4 + ... per int32 vector)"""
+    m = b.op("MaxPool", x, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    return b.op("AveragePool", [m], kernel_shape=[2, 3], pads=[1, 1, 0, 1], count_include_pad=1)
+
+
 # --- shape and data movement (ops/movement.py, ops/resize.py) ------------------------------------
 def i64(b: Builder, values) -> str:
     return b.const(np.array(values), "i", np.int64)
@@ -1496,7 +1579,7 @@ HOST_GROUPS: dict[str, list[str]] = {
                  ["relu", "clip_standalone", "leaky_relu", "sigmoid", "hardswish", "tanh"] + ids_with("softmax_")),
     "qdq_ties": ids_with("qdq_"),
     "network": ["network"],
-    "dsp_paths": ids_with("dsp_"),
+    "dsp_paths": ids_with("dsp_") + ids_with("mve_"),
     "shape_ops": ids_with("shape_"),
     "seq": ids_with("seq_"),
 }
@@ -1634,10 +1717,10 @@ def reference_graph(net: Net, board: str, profile: str, precision: str, method: 
 
 
 def build(net: Net, out_dir: Path, board: str, profile: str, precision: str = "int8", method: str = "minmax",
-          jobs: int = 2, weight_layout: str | None = None) -> dict:
+          jobs: int = 2, weight_layout: str | None = None, arena_region: str | None = None) -> dict:
     req = CompileRequest(model=net.path, board=get_board(board), profile=get_profile(profile), precision=precision,
                          calib=str(net.calib) if precision == "int8" else None, calib_method=method, name=net.name,
-                         weight_layout=weight_layout)
+                         weight_layout=weight_layout, arena_region=arena_region)
     return do_build(req, out_dir, jobs)
 
 

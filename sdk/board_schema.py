@@ -45,6 +45,7 @@ def _is_strings(v: Any) -> bool:
 TYPES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "string": ("a string", lambda v: isinstance(v, str)),
     "integer": ("an integer", _is_int),
+    "number": ("a number", lambda v: _is_int(v) or isinstance(v, float)),
     "boolean": ("true or false", lambda v: isinstance(v, bool)),
     "strings": ("a list of strings", _is_strings),
     "string or strings": ("a string or a list of strings", lambda v: isinstance(v, str) or _is_strings(v)),
@@ -107,15 +108,18 @@ SCHEMA: tuple[Entry, ...] = (
     E("peripherals", "table", "firmware: peripheral base addresses"),
     E("peripherals.uart0", "integer", "the CMSDK UART0 (console; the cuvil bootloader's port)"),
     E("peripherals.usart3", "integer", "the STM32 USART3 (console)", documents=True),
+    E("peripherals.usart1", "integer", "the STM32 USART1 (console)", documents=True),
+    E("peripherals.lpuart1", "integer", "the STM32 LPUART1 (console)", documents=True),
     # [firmware]: what a firmware build adds to the generated C
     E("firmware", "table", "firmware boards: sources and templates of the image"),
     E("firmware.sources", "strings", "board C sources, relative to this folder"),
+    E("firmware.include_folders", "strings", "folders (relative to this one) searched after it for the templates and the C headers of the image"),
     E("firmware.linker_template", "string", "the linker script template"),
     E("firmware.harness_template", "string", "the harness template (one model)"),
     E("firmware.multi_harness_template", "string", "the harness template of several models in one image"),
     E("firmware.serial_harness_template", "string", "the harness of run/validate --port or --place"),
     E("firmware.serial_counter", "string", "what the serial harness counts", choices=("systick", "dwt")),
-    E("firmware.instructions_per_tick", "integer", "guest instructions per SysTick tick under QEMU"),
+    E("firmware.instructions_per_tick", "number", "guest instructions per SysTick tick under QEMU (31.25: a 32 MHz clock)"),
     E("firmware.profile_layers", "boolean", "read SysTick around each layer (layers.txt)"),
     E("firmware.post_link", "string", "a Python file run on the ELF before .bin/.hex are made"),
     # [console]: a real board's console

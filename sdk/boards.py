@@ -10,6 +10,7 @@ try:  # Python 3.11+; tomli is the same parser for 3.10 (a dependency there only
 except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib  # type: ignore[no-redef]
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,18 @@ def linker_context(board: Board) -> dict[str, Any]:
                      "attributes": "rw" if "w" in r.get("access", "rw") else "r",
                      "description": r.get("description", r["name"])} for r in board.get("memory.regions", [])],
     }
+
+
+def include_folders(board: Board) -> list[Path]:
+    """Where the board's firmware templates are found: its own folder, then the folders of
+    `firmware.include_folders` (a family whose linker script and harness it shares)."""
+    return [board.family_dir] + [(board.family_dir / p).resolve() for p in board.get("firmware.include_folders", [])]
+
+
+def instructions_per_tick(board: Board) -> Fraction:
+    """Guest instructions per SysTick tick under -icount shift=0 (one instruction per ns): 40 on a
+    25 MHz processor clock, 50 on 20 MHz, 125/4 on 32 MHz (board key firmware.instructions_per_tick)."""
+    return Fraction(str(board.get("firmware.instructions_per_tick", 1)))
 
 
 def serial_harness_board(board: Board) -> Board:

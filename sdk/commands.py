@@ -338,7 +338,10 @@ def timing_summary(times_ns: list[int], note: str) -> dict:
 def profile_of_run(req: CompileRequest, info: dict, counts: dict[int, int], instructions: int,
                    note: str | None = None) -> dict:
     from .compiler import frontend_and_passes
-    from .runners.firmware import layer_macs, layer_profile
+    from .boards import instructions_per_tick
+    from .runners.firmware import layer_macs, layer_profile, profile_note
+    if note is None and req.board.get("firmware.instructions_per_tick") is not None:  # SysTick under QEMU
+        note = profile_note(instructions_per_tick(req.board))
     return layer_profile(info, counts, layer_macs(frontend_and_passes(req)), instructions, note)
 
 

@@ -17,6 +17,7 @@ from .data import load_samples, memory_samples, random_samples
 from .errors import CuvilError, UsageError
 from .frontend import load_model
 from .ir import Graph
+from .kernels.contract import declarations
 from .kernels.options import CodegenOptions
 from .passes import optimize
 from .passes.layout import inputs_channels_last
@@ -204,10 +205,12 @@ def arena_budget_of(req: CompileRequest, arena_region: str | None) -> int | None
 
 
 def report_fallbacks(fallbacks: list[dict]) -> None:
-    """One line on stderr per layer that runs a portable kernel on a board with a faster set:
-    a slow path is never taken in silence."""
+    """One line on stderr per layer that runs a slower kernel than its board's first sets offer (a
+    portable kernel, or a later set's where an earlier set declined): a slow path is never taken
+    in silence."""
     for f in fallbacks:
-        print(f"cuvil-sdk: note: layer '{f['layer']}' ({f['op']}) runs the portable kernel {f['kernel']}: "
+        which = "portable" if f["kernel"] in declarations("portable") else "fallback"
+        print(f"cuvil-sdk: note: layer '{f['layer']}' ({f['op']}) runs the {which} kernel {f['kernel']}: "
               f"{f['reason']}", file=sys.stderr)
 
 

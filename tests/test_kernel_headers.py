@@ -1,4 +1,4 @@
-"""Every kernel header of every set (portable, cortex_m_dsp, avx2, neon, cuda) against its
+"""Every kernel header of every set (portable, cortex_m_dsp, helium, avx2, neon, cuda) against its
 declaration in sdk/kernels/<set>/declarations.py: the same parameters, in the same order, with the
 same names, kinds and C types. No toolchain needed: the headers are read as text.
 
@@ -14,7 +14,7 @@ from cuvil_sdk.kernels.contract import Buf, I, In, Out, W, Weight, declare
 from cuvil_sdk.codegen.kernel_files import kernel_source, kernels_with_sources
 from cuvil_sdk.codegen.prototypes import mismatches, parse_prototype
 
-SETS = {"portable": ".h", "cortex_m_dsp": ".h", "avx2": ".h", "neon": ".h", "cuda": ".cuh"}
+SETS = {"portable": ".h", "cortex_m_dsp": ".h", "helium": ".h", "avx2": ".h", "neon": ".h", "cuda": ".cuh"}
 
 
 def kernel_files(kernel_set: str) -> dict[str, str]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import jinja2
 
-from ..boards import Board, linker_context
+from ..boards import Board, instructions_per_tick, linker_context, include_folders
 
 LINKER_SCRIPT = "src/linker.ld"  # where targets/*/SConscript expects it
 HARNESS_SOURCE = "src/harness.c"
@@ -18,12 +18,22 @@ HARNESS_SOURCE = "src/harness.c"
 
 def _environment(board: Board) -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(board.family_dir)),
+        loader=jinja2.FileSystemLoader([str(p) for p in include_folders(board)]),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+
+
+def tick_context(board: Board) -> dict[str, Any]:
+    """SysTick ticks -> guest instructions for the harness: `instructions_per_tick` (an integer,
+    the numerator) and `tick_divide`: "" where a tick is a whole number of instructions, else
+    " / <denominator>u" appended to `ticks * INSTRUCTIONS_PER_TICK` (mps3-an547's 32 MHz clock:
+    ticks * 125u / 4u; the product is taken first, so the count is truncated once, below one tick)."""
+    per_tick = instructions_per_tick(board)
+    return {"instructions_per_tick": per_tick.numerator,
+            "tick_divide": "" if per_tick.denominator == 1 else f" / {per_tick.denominator}u"}
 
 
 def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any],
@@ -38,7 +48,7 @@ def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any],
       inputs   list of {"index": i}, in model order;
       outputs  list of {"index": i}, in model order;
       int8     True: int8 outputs in output.bin; False: float32 run and outputs.
-    The board adds `instructions_per_tick` (key firmware.instructions_per_tick) and, where it has
+    The board adds `instructions_per_tick` and `tick_divide` (tick_context) and, where it has
     a serial harness (key firmware.serial_counter), `proto`: serial_protocol.c_context().
     Returns paths relative to out_dir of the C sources added ("src/harness.c"); the linker
     script is not a source, the SConscript finds it at src/linker.ld.
@@ -51,7 +61,7 @@ def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any],
     linker = env.get_template(board.get("firmware.linker_template", "linker.ld.j2"))
     (Path(out_dir) / LINKER_SCRIPT).write_text(linker.render(linker_context(board)))
     harness_context = dict(context)
-    harness_context["instructions_per_tick"] = int(board.get("firmware.instructions_per_tick", 1))
+    harness_context.update(tick_context(board))
     if board.get("firmware.serial_counter"):  # a board with the serial harness: the protocol's constants
         from ..runners.serial_protocol import c_context
         harness_context.update(c_context(str(board.get("firmware.serial_counter"))))

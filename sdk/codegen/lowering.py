@@ -90,22 +90,32 @@ class Fallback:
 
 def select_kernel(c: KernelCall, node, g: Graph, kernel_sets: list[str], options: CodegenOptions,
                   fallbacks: list[Fallback]) -> list[KernelCall]:
-    """The call(s) of the first set in `kernel_sets` (then portable) that takes `c`. When the
-    portable kernel ends up running it on a board that has a faster set, `fallbacks` says
-    why: each set's reason for declining, or that the set has no kernel for it at all."""
-    reasons = []
+    """The call(s) of the first set in `kernel_sets` (then portable) that takes `c`. `fallbacks`
+    says why when the portable kernel ends up running it on a board that has a faster set (each
+    set's reason for declining, or that the set has no kernel for it at all), and when a set
+    declined it and a later one took it (cortex-m55: a layer Helium declines runs on the DSP
+    kernels; a set without any kernel for the op is the board's order of sets, not a decline)."""
+    reasons, declined = [], []
     for set_name in kernel_sets:
         answer = KERNEL_SETS[set_name].specialise(c, node, g, options)
         if isinstance(answer, Declined):
             reasons.append(f"{set_name}: {answer.reason}")
+            declined.append(reasons[-1])
         elif answer is None and set_name != "portable":
             reasons.append(f"{set_name}: no {set_name} kernel for {c.kernel}")
         elif answer is not None:
-            return answer if isinstance(answer, list) else [answer]
-    fallback = Fallback(node.name, node.op, c.kernel, "; ".join(reasons))
-    if reasons and fallback not in fallbacks:  # a layer of several calls of one kernel is said once
-        fallbacks.append(fallback)
+            calls = answer if isinstance(answer, list) else [answer]
+            if declined:
+                _note(fallbacks, Fallback(node.name, node.op, calls[0].kernel, "; ".join(declined)))
+            return calls
+    if reasons:
+        _note(fallbacks, Fallback(node.name, node.op, c.kernel, "; ".join(reasons)))
     return [c]
+
+
+def _note(fallbacks: list[Fallback], fallback: Fallback) -> None:
+    if fallback not in fallbacks:  # a layer of several calls of one kernel is said once
+        fallbacks.append(fallback)
 
 
 def op_calls(node, g: Graph, options: CodegenOptions) -> list[KernelCall]:

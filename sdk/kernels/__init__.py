@@ -1,6 +1,6 @@
 """The kernel contract, on the ground floor of the SDK: what a C kernel takes (contract.py:
 declarations, checked calls, Buf/Weight arguments), every kernel set's declarations and
-selection rules (one folder per set: portable, avx2, neon, cortex_m_dsp, cuda), the build
+selection rules (one folder per set: portable, avx2, neon, cortex_m_dsp, helium, cuda), the build
 options the rules read (options.py) and the integer arithmetic that ops, rules and the
 numpy reference share (requant.py).
 
@@ -9,4 +9,4 @@ errors, so that ops can build kernel calls and code generation can select and re
 without either reaching into the other (tests/test_imports.py holds that). Importing the
 package declares every set and registers its rules.
 """
-from . import avx2, cortex_m_dsp, cuda, neon, portable  # noqa: F401
+from . import avx2, cortex_m_dsp, cuda, helium, neon, portable  # noqa: F401

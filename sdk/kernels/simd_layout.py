@@ -36,6 +36,18 @@ def undilated_pool(args: dict[str, Any]) -> dict[str, Any] | Declined:
     return {k: v for k, v in args.items() if k not in ("dh", "dw")}
 
 
+MAXPOOL_ARGS = "in out n h w c oh ow kh kw sh sw pt pl"  # a SIMD max pooling kernel's (no bottom/right pads)
+
+
+def pool_call(c, decl, names: str | None = None):
+    """A SIMD pooling kernel's call for the portable pooling call c: its arguments without the
+    dilation (those named, if given), or Declined for a dilated window."""
+    a = undilated_pool(c.args)
+    if isinstance(a, Declined):
+        return a
+    return decl(**(pick(a, names) if names else a))
+
+
 def data(w: Weight) -> np.ndarray:
     return np.asarray(w.data)
 
@@ -247,3 +259,19 @@ def row_softmax_args(c) -> dict | None:
 
 
 STRIDED_SOFTMAX = "softmax over an axis that is not the innermost (strided rows)"
+
+
+def merged_dims(dims: list[int], sa: list[int], sb: list[int]) -> tuple[list[int], list[int], list[int]]:
+    """The broadcast geometry with size-1 axes dropped and adjacent axes merged where both
+    operands step through them as one (s[i] == s[i+1] * d[i+1]), left-padded to 4 axes: the
+    innermost run becomes as long as possible (a whole tensor for a same-shape add, a row of
+    channels for per-channel broadcasting)."""
+    axes = [(d, int(a), int(b)) for d, a, b in zip(dims, sa, sb) if d > 1]
+    merged: list[tuple[int, int, int]] = []
+    for d, a, b in axes:
+        if merged and merged[-1][1] == a * d and merged[-1][2] == b * d:
+            merged[-1] = (merged[-1][0] * d, a, b)
+        else:
+            merged.append((d, a, b))
+    merged = [(1, 0, 0)] * (4 - len(merged)) + merged
+    return [m[0] for m in merged], [m[1] for m in merged], [m[2] for m in merged]

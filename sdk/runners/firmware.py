@@ -10,8 +10,15 @@ from .protocol import decode_outputs, output_dtype, per_input_arrays
 from .qemu_m7 import run_firmware
 
 SECONDS_PER_SAMPLE = 5.0
-PROFILE_NOTE = ("guest instructions under QEMU -icount shift=0 (not cycles on silicon), from SysTick read "
-                "around each layer (40-instruction ticks), first sample")
+
+
+def profile_note(instructions_per_tick: object = 40) -> str:
+    """What the per-layer counts are, with the board's tick (boards.instructions_per_tick: 40, 50, 125/4)."""
+    return ("guest instructions under QEMU -icount shift=0 (not cycles on silicon), from SysTick read "
+            f"around each layer ({float(instructions_per_tick):g}-instruction ticks), first sample")
+
+
+PROFILE_NOTE = profile_note()
 
 
 def run_on_qemu(board, info: dict, samples: list[dict[str, np.ndarray]], progress: bool, layers: bool = False) -> dict:

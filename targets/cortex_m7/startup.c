@@ -1,8 +1,10 @@
-/* Cortex-M7 start-up for QEMU mps2-an500 (and real parts with the same core):
+/* Cortex-M start-up for QEMU's mps2-an500 (M7), mps2-an386 (M4), mps2-an505 (M33) and mps3-an547
+ * (M55), and real parts with the same cores (the boards of targets/cortex_m4, cortex_m33, cortex_m55
+ * build this file; their memory map and UART are board data):
  * vector table, reset handler, and fault handlers that report on UART0 and end the
  * run through semihosting with a non-zero exit code, so that the host sees the failure.
  * Built with --specs=rdimon.specs -nostartfiles: newlib's own crt0 faults on this
- * machine model (docs/internals.md, Cortex-M7 start-up), so this file replaces it. The image links
+ * machine model (docs/internals.md, Cortex-M start-up), so this file replaces it. The image links
  * nothing of newlib that allocates: no stdio, no exit(), no atexit. */
 #include <stdint.h>
 
@@ -26,10 +28,19 @@
 
 #define CCR_DIV_0_TRP (1u << 4)
 #define SHCSR_FAULTS_ENABLE ((1u << 16) | (1u << 17) | (1u << 18)) /* MemManage, Bus, Usage */
-#define CFSR_STACKING_ERRORS ((1u << 4) | (1u << 12))            /* MSTKERR, STKERR */
 /* The lowest bytes of the stack are a no-access MPU region: an overflow faults at once
- * instead of writing below RAM (which mps2-an500 ignores). linker.ld aligns the stack to it. */
+ * instead of writing below RAM (which mps2-an500 ignores). linker.ld aligns the stack to it.
+ * Armv8-M (Cortex-M33, M55) has a stack limit register instead, MSPLIM, set at the guard's top:
+ * an overflow is a UsageFault (STKOF) before anything is written below it, without the MPU
+ * (whose v8-M register format differs). */
 #define STACK_GUARD_BYTES 256u
+#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
+#define STACK_LIMIT_REGISTER 1
+#define CFSR_STKOF (1u << 20) /* UsageFault: the stack limit was crossed */
+#else
+#define CFSR_STKOF 0u
+#endif
+#define CFSR_STACKING_ERRORS ((1u << 4) | (1u << 12) | CFSR_STKOF) /* MSTKERR, STKERR (, STKOF) */
 #define MPU_RASR_GUARD ((1u << 28) /* XN */ | (0u << 24) /* AP: no access */ | (7u << 1) /* 2^(7+1) B */ | 1u)
 
 /* Defined by linker.ld. */
@@ -64,6 +75,9 @@ void Reset_Handler(void)
      * integer division by zero (the core otherwise returns 0 silently). */
     SCB_SHCSR |= SHCSR_FAULTS_ENABLE;
     SCB_CCR |= CCR_DIV_0_TRP;
+#ifdef STACK_LIMIT_REGISTER
+    __asm__ volatile("msr msplim, %0" ::"r"((uint32_t)__stack_bottom + STACK_GUARD_BYTES));
+#else
     if ((MPU_TYPE >> 8) & 0xFFu) { /* the core has MPU regions */
         MPU_RNR = 0u;
         MPU_RBAR = (uint32_t)__stack_bottom;
@@ -71,6 +85,7 @@ void Reset_Handler(void)
         MPU_CTRL = (1u << 2) | 1u; /* PRIVDEFENA (default map elsewhere) | ENABLE */
         __asm__ volatile("dsb\n\tisb" ::: "memory");
     }
+#endif
     uart_init();
     if (initialise_monitor_handles) {
         initialise_monitor_handles();
@@ -121,7 +136,7 @@ void fault_report(const uint32_t *frame, uint32_t kind)
         uart_put_hex(frame[5]);
     } else {
         uart_puts(" PC=unknown");
-        if (at < (uintptr_t)__stack_bottom + STACK_GUARD_BYTES) {
+        if (at < (uintptr_t)__stack_bottom + STACK_GUARD_BYTES || (cfsr & CFSR_STKOF) != 0u) {
             uart_puts(" (stack overflow)");
         }
     }

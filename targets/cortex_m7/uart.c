@@ -4,13 +4,19 @@
 #include "uart.h"
 
 /* The bootloader's build (sdk/flash/bootloader.py) passes the board's UART0 and its receive
- * interrupt line as BL_UART_BASE and BL_UART_RX_IRQ; an application is built for mps2-an500. */
+ * interrupt line as BL_UART_BASE and BL_UART_RX_IRQ; an application gets the board's UART0 as
+ * CUVIL_UART0_BASE (board key peripherals.uart0, from the SConscript: mps2-an505 and mps3-an547
+ * have it elsewhere), else it is built for mps2-an500. */
 #ifdef BL_UART_BASE
 #define UART0_BASE BL_UART_BASE
 #define RX_IRQ_BIT (1u << BL_UART_RX_IRQ)
 #else
+#ifdef CUVIL_UART0_BASE
+#define UART0_BASE CUVIL_UART0_BASE
+#else
 #define UART0_BASE 0x40004000u
-#define RX_IRQ_BIT (1u << 0) /* mps2-an500: UART0 receive is NVIC line 0 */
+#endif
+#define RX_IRQ_BIT (1u << 0) /* mps2-an500: UART0 receive is NVIC line 0 (the serial harness's wake-up) */
 #endif
 #define UART_DATA (*(volatile uint32_t *)(UART0_BASE + 0x00u))
 #define UART_STATE (*(volatile uint32_t *)(UART0_BASE + 0x04u))

@@ -13,8 +13,6 @@
  * Not tried on hardware: CI builds this file (board_tests/test_nucleo.py) but no emulator
  * models the STM32F767, so its receive path is the one part of the serial harness that the
  * QEMU tests do not cover. */
-#include "uart.h"
-
 #define RCC_BASE 0x40023800u
 #define RCC_AHB1ENR (*(volatile uint32_t *)(RCC_BASE + 0x30u))
 #define RCC_APB1ENR (*(volatile uint32_t *)(RCC_BASE + 0x40u))
@@ -38,20 +36,8 @@
 #define PUPD_PULL_UP 0x1u
 #define OSPEED_MEDIUM 0x1u
 
-#define USART3_BASE 0x40004800u
-#define USART_CR1 (*(volatile uint32_t *)(USART3_BASE + 0x00u))
-#define USART_BRR (*(volatile uint32_t *)(USART3_BASE + 0x0Cu))
-#define USART_ISR (*(volatile uint32_t *)(USART3_BASE + 0x1Cu))
-#define USART_ICR (*(volatile uint32_t *)(USART3_BASE + 0x20u))
-#define USART_RDR (*(volatile uint32_t *)(USART3_BASE + 0x24u))
-#define USART_TDR (*(volatile uint32_t *)(USART3_BASE + 0x28u))
-#define ISR_ERRORS 0xFu /* PE, FE, NF, ORE */
-#define ISR_RXNE (1u << 5)
-#define ICR_ERRORS 0xFu /* PECF, FECF, NCF, ORECF */
-#define CR1_UE (1u << 0)
-#define CR1_RE (1u << 2)
-#define CR1_TE (1u << 3)
-#define ISR_TXE (1u << 7)
+#define USART_BASE 0x40004800u
+#include "stm32_usart.h"
 
 #define PCLK1_HZ 16000000u /* HSI after reset */
 #define BAUD 115200u
@@ -82,39 +68,5 @@ void uart_init(void)
     USART_CR1 = 0u;
     /* Oversampling by 16: BRR = f_ck / baud, rounded (16 MHz / 115200 = 138.9 -> 139, 0.08 % off). */
     USART_BRR = (PCLK1_HZ + BAUD / 2u) / BAUD;
-    USART_CR1 = CR1_TE | CR1_RE | CR1_UE; /* 8 data bits, no parity, 1 stop bit (CR2 reset) */
-}
-
-void uart_putc(char c)
-{
-    while ((USART_ISR & ISR_TXE) == 0u) {
-    }
-    USART_TDR = (uint32_t)(unsigned char)c;
-}
-
-#include "../cortex_m7/uart_text.h"
-
-/* Polled: the core does nothing else while a frame comes in (about 1400 clocks per byte at
- * 16 MHz and 115200 baud). A line error (overrun, framing, noise, parity) is cleared and the
- * byte kept: the frame's CRC-32 then fails and the host sends the frame again. */
-void uart_rx_begin(void)
-{
-    USART_ICR = ICR_ERRORS;
-}
-
-uint8_t uart_getc(void)
-{
-    for (;;) {
-        uint32_t isr = USART_ISR;
-        if ((isr & ISR_ERRORS) != 0u) {
-            USART_ICR = ICR_ERRORS;
-        }
-        if ((isr & ISR_RXNE) != 0u) {
-            return (uint8_t)USART_RDR;
-        }
-    }
-}
-
-void uart_rx_end(void)
-{
+    USART_CR1 = CR1_ENABLE;
 }

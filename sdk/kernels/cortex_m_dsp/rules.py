@@ -30,7 +30,7 @@ import numpy as np
 from ...ir import Graph, Node
 from ..contract import Declined, KernelCall, Weight, kernel
 from ..kernel_sets import Answer, KernelSet, register_kernel_set
-from ..simd_layout import STRIDED_SOFTMAX, pick, row_softmax_args, undilated_pool
+from ..simd_layout import STRIDED_SOFTMAX, MAXPOOL_ARGS, merged_dims, pick, pool_call, row_softmax_args
 
 COL_WORDS = 1152  # CUVIL_DSP_COL_WORDS (conv2d_s8_dsp.h.j2): the tile's columns, px * K' <= 2 * COL_WORDS values
 RUN_BYTES = 256  # CUVIL_DSP_RUN: the longest window of the "run" layout (conv2d_s8_dsp.h.j2)
@@ -454,30 +454,12 @@ def fc_variant(kp: int, fastq: int, w8: bool) -> str:
 # --- pooling and element-wise ------------------------------------------------------------------
 def maxpool_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Every undilated int8 max pooling (the bottom and right pads are implied by the window bounds)."""
-    a = undilated_pool(c.args)
-    return a if isinstance(a, Declined) else kernel(SET, "maxpool_s8_dsp")(**pick(a, "in out n h w c oh ow kh kw sh sw pt pl"))
+    return pool_call(c, kernel(SET, "maxpool_s8_dsp"), MAXPOOL_ARGS)
 
 
 def avgpool_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Every undilated int8 average pooling (int16 lane sums flushed into int32 every 256 taps)."""
-    a = undilated_pool(c.args)
-    return a if isinstance(a, Declined) else kernel(SET, "avgpool_s8_dsp")(**a)
-
-
-def merged_dims(dims: list[int], sa: list[int], sb: list[int]) -> tuple[list[int], list[int], list[int]]:
-    """The broadcast geometry with size-1 axes dropped and adjacent axes merged where both
-    operands step through them as one (s[i] == s[i+1] * d[i+1]), left-padded to 4 axes: the
-    innermost run becomes as long as possible (a whole tensor for a same-shape add, a row of
-    channels for per-channel broadcasting)."""
-    axes = [(d, int(a), int(b)) for d, a, b in zip(dims, sa, sb) if d > 1]
-    merged: list[tuple[int, int, int]] = []
-    for d, a, b in axes:
-        if merged and merged[-1][1] == a * d and merged[-1][2] == b * d:
-            merged[-1] = (merged[-1][0] * d, a, b)
-        else:
-            merged.append((d, a, b))
-    merged = [(1, 0, 0)] * (4 - len(merged)) + merged
-    return [m[0] for m in merged], [m[1] for m in merged], [m[2] for m in merged]
+    return pool_call(c, kernel(SET, "avgpool_s8_dsp"))
 
 
 def wrap32(value: int) -> int:
