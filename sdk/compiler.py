@@ -25,7 +25,8 @@ from .plugins import load_plugins
 from .quant.calibrate import calibrate
 from .quant.half import to_half
 from .quant.quantize import needs_calibration, quantize_graph
-from .quant.sensitivity import choose_layers
+from .quant.sensitivity import choose_int4, choose_layers
+from .quant.weight_bits import WEIGHT_BITS, int4_candidates, report_auto, staying_int8
 from .request import CompileRequest
 
 RANDOM_CALIB_SAMPLES = 32
@@ -107,8 +108,46 @@ def quantize(g: Graph, req: CompileRequest) -> dict[str, list[str]]:
         (float_layers if mode == "float" else int16_layers).extend(chosen)
     if int16_layers and observer is None:
         raise UsageError("int16 layers need calibration data (--calib) for their int16 scales")
-    quantize_graph(g, observer, set(float_layers), set(int16_layers))
-    return {"float_layers": float_layers, "int16_layers": sorted(set(int16_layers))}
+    int4_layers = choose_weight_bits(g, req, observer, samples, set(float_layers), set(int16_layers))
+    quantize_graph(g, observer, set(float_layers), set(int16_layers), set(int4_layers))
+    chosen = {"float_layers": float_layers, "int16_layers": sorted(set(int16_layers))}
+    int4_layers = [n.name for n in g.nodes if n.weight_bits == 4]  # INT4 QDQ weights included
+    if req.weight_bits is not None or int4_layers:  # a build that says nothing of weight bits keeps its manifest
+        chosen.update({"weight_bits": weight_bits_mode(req), "int4_layers": int4_layers,
+                       "int8_weight_layers": staying_int8(g) if weight_bits_mode(req) in ("4", "auto") else []})
+    return chosen
+
+
+def weight_bits_mode(req: CompileRequest) -> str:
+    """8, 4 or auto (--weight-bits), or "layers" (--int4-layers names them)."""
+    return "layers" if req.int4_layers else req.weight_bits or "8"
+
+
+def choose_weight_bits(g: Graph, req: CompileRequest, observer, samples, float_layers: set[str],
+                       int16_layers: set[str]) -> list[str]:
+    """The layers with int4 weights: those --int4-layers names, every one that can (--weight-bits 4),
+    those auto keeps within the accuracy target (quant/sensitivity.py, choose_int4), or none. Layers
+    kept in float or 16x8 keep their int8 weights."""
+    if req.int4_layers and req.weight_bits is not None:
+        raise UsageError(f"--int4-layers names the int4 layers itself: not with --weight-bits {req.weight_bits}")
+    if req.int4_layers:
+        return list(dict.fromkeys(req.int4_layers))
+    mode = weight_bits_mode(req)
+    probe = copy.deepcopy(g) if mode != "8" else g
+    for node in probe.nodes:  # what can be int4 once the float and 16x8 layers are set apart
+        if node.name in float_layers | int16_layers:
+            node.precision = "fp32" if node.name in float_layers else "int16"
+    if mode == "4":
+        return int4_candidates(probe)
+    if mode == "auto":
+        if observer is None:
+            raise UsageError("--weight-bits auto needs calibration data (--calib) to measure each layer's "
+                             "sensitivity on")
+        chosen, reached, base, goal = choose_int4(copy.deepcopy(g), observer, samples, req.accuracy_target,
+                                                  float_layers, int16_layers)
+        report_auto(chosen, len(int4_candidates(probe)), reached, base, goal)
+        return chosen
+    return []
 
 
 def higher_precision_layers(g: Graph, req: CompileRequest, observer, samples, mode: str) -> list[str]:
@@ -156,11 +195,13 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
     if req.weights_file and placement.placement != "file":
         raise UsageError("--weights-file needs a --weights file build")
     g = frontend_and_passes(req)
+    check_weight_bits(req, precision)
     precision_layers = quantize(g, req) if precision == "int8" else {"float_layers": [], "int16_layers": []}
     if precision == "fp16":
         precision_layers["float_layers"] = to_half(g)
     options = CodegenOptions(precision=precision, threads=threads, debug_dump=req.debug_dump,
-                             weight_layout=weight_layout_of(req), weights=placement, arena_region=arena_region)
+                             weight_layout=weight_layout_of(req), weights=placement, arena_region=arena_region,
+                             weight_bits_rows="weight_bits" in precision_layers)
     selection, in_place = select_for_plan(g, req.board, options)  # kernels first: their overlap rules
     plan = plan_arena(g, in_place)
     info = generate(g, plan, req.board, options, req.name or req.model.stem, out_dir, selection)
@@ -172,7 +213,27 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
     info.update(precision_layers)
     info["arena"] = plan.buffers
     report_fallbacks(info["fallbacks"])
+    report_weight_notes(info)
     return info
+
+
+def report_weight_notes(info: dict) -> None:
+    """One line on stderr per layer that keeps int8 weights under --weight-bits 4/auto because it
+    cannot have int4 ones, and per int4 layer whose kernel stores the values unpacked."""
+    for f in info.get("int8_weight_layers", []):
+        print(f"cuvil-sdk: note: layer '{f['layer']}' ({f['op']}) keeps int8 weights: {f['reason']}", file=sys.stderr)
+    for f in info.get("int4_unpacked", []):
+        print(f"cuvil-sdk: note: layer '{f['layer']}' ({f['op']}) has int4 weights stored as int8 bytes by "
+              f"{f['kernel']}: {f['reason']}", file=sys.stderr)
+
+
+def check_weight_bits(req: CompileRequest, precision: str) -> None:
+    """--weight-bits / --int4-layers: int8 builds only (float builds have no integer weights)."""
+    if req.weight_bits is not None and req.weight_bits not in WEIGHT_BITS:
+        raise UsageError(f"--weight-bits {req.weight_bits}: expected 4, 8 or auto")
+    for option, value in (("--weight-bits", req.weight_bits), ("--int4-layers", req.int4_layers)):
+        if value and precision != "int8":
+            raise UsageError(f"{option} applies to int8 builds, not --precision {precision} (float weights)")
 
 
 def report_fallbacks(fallbacks: list[dict]) -> None:

@@ -131,6 +131,8 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
             sources.append(f"src/{prefix}_debug.c")
     info.update({"weight_bytes": weight_bytes, "layers": lowered.layers, "sources": sources,
                  "fallbacks": [f.as_dict() for f in lowered.fallbacks], "plugin_kernels": lowered.plugin_kernels})
+    if lowered.int4_unpacked:  # only where there are int4 layers (other manifests stay as they were)
+        info["int4_unpacked"] = [f.as_dict() for f in lowered.int4_unpacked]
     for set_name in board.kernels:  # the accelerator sets the board lists: their own project output
         if set_name in SET_OUTPUTS:
             info.update(SET_OUTPUTS[set_name](g, plan, board, options, prefix, out_dir, info))

@@ -48,6 +48,9 @@ def plugin_provider(kernel_set: str, name: str) -> str | None:
 VARIANTS: dict[str, dict[str, object]] = {
     "s8": {"name": "s8", "t": "int8_t", "w": "int8_t", "bias": "int32_t", "acc": "int32_t", "quant": True,
            "wide": False, "what": "int8", "lowest": "-128"},
+    # int4 weights packed two per byte (kernels/int4.py), int8 activations: the s8 rule
+    "s8w4": {"name": "s8w4", "t": "int8_t", "w": "uint8_t", "bias": "int32_t", "acc": "int32_t", "quant": True,
+             "wide": False, "w4": True, "what": "int8 (int4 weights, two per byte)", "lowest": "-128"},
     "s16": {"name": "s16", "t": "int16_t", "w": "int8_t", "bias": "int64_t", "acc": "int64_t", "quant": True,
             "wide": True, "what": "16x8 (int16 activations, int8 weights, int64 accumulator)", "lowest": "-32768"},
     "f32": {"name": "f32", "t": "float", "w": "float", "bias": "float", "acc": "float", "quant": False,

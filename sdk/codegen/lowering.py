@@ -46,6 +46,7 @@ class Lowered:
     kernel_files: dict[str, str] = field(default_factory=dict)  # kernel -> "set/kernel.h"
     layers: list[dict] = field(default_factory=list)
     fallbacks: list["Fallback"] = field(default_factory=list)
+    int4_unpacked: list["Fallback"] = field(default_factory=list)  # int4 layers stored as int8 bytes, and why
     plugin_kernels: list[dict] = field(default_factory=list)  # layers whose kernel a plugin provides
     # the kernels' stack arrays, "<KERNEL>_<ARRAY>" -> elements: the most any call of the model
     # needs (KernelCall.stack); the model's .c defines them before including the kernels
@@ -199,6 +200,12 @@ def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: Code
         # the same weights in the portable layout (int8 for int8 layers), before a kernel set
         # re-laid them out (the Cortex-M DSP set widens them to int16): reports show both
         out.layers[-1]["portable_weight_bytes"] = weight_bytes_of(portable)
+        if options.weight_bits_rows and node.op in WEIGHTED_OPS and "w" in node.q and \
+                (node.precision or options.precision) in ("int8", "int16"):
+            unpacked = next((c for c in calls if c.int8_storage), None)
+            out.layers[-1].update(weight_bits_row(node, unpacked))
+            if unpacked is not None:
+                out.int4_unpacked.append(Fallback(node.name, node.op, unpacked.kernel, unpacked.int8_storage))
     return out
 
 
@@ -212,6 +219,19 @@ def layer_row(index: int, node, g: Graph, plan: ArenaPlan, kernel: str, calls: i
             "arena_offset": plan.offsets.get(out.name), "onnx_tensor": origin[0], "onnx_perm": origin[1],
             "scale": out.q.scalar()[0] if out.q is not None else None,
             "zero_point": out.q.scalar()[1] if out.q is not None else None}
+
+
+WEIGHTED_OPS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
+
+
+def weight_bits_row(node, unpacked: KernelCall | None) -> dict:
+    """A weighted layer's integer weights in the report: their bits, the bytes of the values as
+    int8 (one each) and as int4 (two per byte), and how this build stores them (int4: packed
+    two per byte, int8: one byte each, also an int4 layer whose kernel reads int8 weights)."""
+    count = int(np.asarray(node.q["w"]).size)
+    four = node.weight_bits == 4 and unpacked is None
+    return {"weight_bits": node.weight_bits, "int8_weight_bytes": count, "int4_weight_bytes": (count + 1) // 2,
+            "weight_storage": "int4" if four else "int8"}
 
 
 def weight_bytes_of(calls: list[KernelCall]) -> int:

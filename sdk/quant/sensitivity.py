@@ -19,6 +19,7 @@ from ..reference.batched import run_float_samples
 from .calibrate import RangeObserver
 from .int16 import candidates as int16_candidates
 from .quantize import quantize_graph
+from .weight_bits import AUTO_COSINE_DROP, int4_candidates, weight_count
 
 EVAL_SAMPLES = 16
 
@@ -30,14 +31,12 @@ def candidates(g: Graph, mode: str) -> list[str]:
     return [n.name for n in g.nodes if not get_op(n.op).alias and get_op(n.op).output_qparams == "calibrated"]
 
 
-def score(g_float: Graph, observer: RangeObserver, samples: list[dict], keep: set[str], mode: str,
-          wanted: list[dict]) -> float:
-    """Mean cosine of the quantized model's outputs with the float model's (`wanted`, per sample)."""
+def score(g_float: Graph, observer: RangeObserver, samples: list[dict], wanted: list[dict],
+          keep_float: set[str] = frozenset(), int16: set[str] = frozenset(), int4: set[str] = frozenset()) -> float:
+    """Mean cosine of the quantized model's outputs with the float model's (`wanted`, per sample),
+    with those layers in float, 16x8 and with int4 weights."""
     g = copy.deepcopy(g_float)
-    if mode == "int16":
-        quantize_graph(g, observer, int16=keep)
-    else:
-        quantize_graph(g, observer, keep_float=keep)
+    quantize_graph(g, observer, keep_float=keep_float, int16=int16, int4=int4)
     cosines = []
     for feeds, want in zip(samples, wanted):
         got = run_quantized_model(g, feeds)[1]
@@ -53,16 +52,46 @@ def choose_layers(g_float: Graph, observer: RangeObserver, samples: list[dict], 
     "float" (per-layer float fallback) or "int16" (16x8 layers)."""
     samples = samples[:EVAL_SAMPLES]
     wanted = run_float_samples(g_float, samples)  # the float model's outputs: once, not per score
-    base = score(g_float, observer, samples, set(), mode, wanted)
+    def scored(keep: set[str]) -> float:
+        return score(g_float, observer, samples, wanted, **{"int16" if mode == "int16" else "keep_float": keep})
+
+    base = scored(set())
     if base >= target:
         return [], base, base
-    gains = sorted(((score(g_float, observer, samples, {name}, mode, wanted), name)
-                    for name in candidates(g_float, mode)), reverse=True)
+    gains = sorted(((scored({name}), name) for name in candidates(g_float, mode)), reverse=True)
     kept: list[str] = []
     reached = base
     for _, name in gains:
         kept.append(name)
-        reached = score(g_float, observer, samples, set(kept), mode, wanted)
+        reached = scored(set(kept))
         if reached >= target:
             break
     return kept, reached, base
+
+
+def choose_int4(g_float: Graph, observer: RangeObserver, samples: list[dict], target: float | None,
+                keep_float: set[str], int16: set[str]) -> tuple[list[str], float, float, float]:
+    """`--weight-bits auto`: (int4 layers, cosine reached, all-int8 cosine, target). The layers in
+    keep_float / int16 (chosen for --accuracy-target before) stay as they are."""
+    samples = samples[:EVAL_SAMPLES]
+    wanted = run_float_samples(g_float, samples)
+    probe = copy.deepcopy(g_float)
+    for node in probe.nodes:  # candidates as the quantized graph will have them (float/int16 layers excluded)
+        node.precision = "fp32" if node.name in keep_float else "int16" if node.name in int16 else node.precision
+    eligible = int4_candidates(probe)
+
+    def cosine(int4: set[str]) -> float:
+        return score(g_float, observer, samples, wanted, keep_float=keep_float, int16=int16, int4=int4)
+
+    base = cosine(set())
+    goal = target if target is not None else base - AUTO_COSINE_DROP
+    alone = {name: base - cosine({name}) for name in eligible}
+    order = sorted(eligible, key=lambda name: alone[name] / max(weight_count(g_float, name), 1))
+    chosen: set[str] = set()
+    reached = base
+    for name in order:
+        trial = cosine(chosen | {name})
+        if trial >= goal:
+            chosen.add(name)
+            reached = trial
+    return [n for n in eligible if n in chosen], reached, base, goal
