@@ -119,7 +119,9 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
         shutil.copy(TEMPLATES / "common" / "cuvil_pool.h", src / "cuvil_pool.h")
     for header in context["kernel_headers"]:
         kernel_set, file_name = header.split("/")
-        (src / "kernels" / file_name).write_text(kernel_source(kernel_set, Path(file_name).stem))
+        stem = Path(file_name).stem
+        (src / "kernels" / file_name).write_text(kernel_source(kernel_set, stem, lowered.kernel_features.get(stem,
+                                                                                                          frozenset())))
         for shared in (TEMPLATES / kernel_set).glob("cuvil_*.h"):  # the set's shared helpers
             shutil.copy(shared, src / "kernels" / shared.name)
     weight_bytes = sum(w.nbytes for w in lowered.weights)

@@ -91,16 +91,26 @@ def family_of(kernel_set: str, name: str) -> tuple[str, str] | None:
     return None
 
 
-def kernel_source(kernel_set: str, name: str) -> str:
-    """The C (or CUDA) source that defines kernel `name` of `kernel_set`."""
+# Kernel features (KernelCall.features) a template renders, each a flag of the template: a kernel's
+# source carries a feature's code only in builds whose calls need it (the others get it as before).
+FEATURES = ("w4",)  # w4: int4 weights, packed two per byte (conv2d_s8_dsp, fc_s8_dsp)
+
+
+def kernel_source(kernel_set: str, name: str, features: frozenset[str] = frozenset()) -> str:
+    """The C (or CUDA) source that defines kernel `name` of `kernel_set`, with the features the
+    model's calls of it need (KernelCall.features)."""
     if (kernel_set, name) in PLUGIN_SOURCES:
         return PLUGIN_SOURCES[kernel_set, name].text()
     own = TEMPLATES / kernel_set / f"{name}{extension(kernel_set)}"
+    unknown = sorted(set(features) - set(FEATURES))
+    if unknown or (features and not own.with_name(own.name + ".j2").is_file()):
+        raise KernelInterfaceError(f"kernel {name} of set {kernel_set} has no feature {', '.join(sorted(features))}")
     if own.is_file():
         return own.read_text()
     if own.with_name(own.name + ".j2").is_file():  # a kernel on the shared SIMD driver (simd/driver.j2)
         template = f"{kernel_set}/{own.name}.j2"
-        return environment().get_template(template).render(kernel=name, decl=declarations(kernel_set)[name])
+        flags = {f: f in features for f in FEATURES}
+        return environment().get_template(template).render(kernel=name, decl=declarations(kernel_set)[name], **flags)
     family = family_of(kernel_set, name)
     if family is None:
         raise KernelInterfaceError(f"kernel {name} of set {kernel_set} has no source "

@@ -51,6 +51,8 @@ class Lowered:
     # the kernels' stack arrays, "<KERNEL>_<ARRAY>" -> elements: the most any call of the model
     # needs (KernelCall.stack); the model's .c defines them before including the kernels
     stack_arrays: dict[str, int] = field(default_factory=dict)
+    # kernel -> the source features its calls need (KernelCall.features, codegen/kernel_files.py)
+    kernel_features: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def add_stack(self, c: KernelCall) -> None:
         for array, elements in c.stack.items():
@@ -183,6 +185,8 @@ def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: Code
                 out.plugin_kernels.append({"layer": node.name, "op": node.op, "kernel_set": c.decl.kernel_set,
                                            "kernel": c.kernel, "plugin": provider})
             out.kernel_files.setdefault(c.kernel, f"{c.decl.kernel_set}/{c.kernel}.h")
+            if c.features:
+                out.kernel_features[c.kernel] = out.kernel_features.get(c.kernel, frozenset()) | c.features
             out.add_stack(c)
             rendered = [render_arg(c, p, g, plan, out, namer, f"{prefix}_l{index}") for p in c.decl.params]
             out.calls.append(Call(c.kernel, rendered, index, ends_layer=False))
