@@ -111,12 +111,24 @@ def kernel_source(kernel_set: str, name: str, features: frozenset[str] = frozens
         template = f"{kernel_set}/{own.name}.j2"
         flags = {f: f in features for f in FEATURES}
         return environment().get_template(template).render(kernel=name, decl=declarations(kernel_set)[name], **flags)
+    twin = int4_twin(kernel_set, name)
+    if twin:  # a SIMD kernel on int4 weights: its int8 template with w4 (templates/simd/int4.j2)
+        return environment().get_template(twin).render(kernel=name, decl=declarations(kernel_set)[name], w4=True)
     family = family_of(kernel_set, name)
     if family is None:
         raise KernelInterfaceError(f"kernel {name} of set {kernel_set} has no source "
                                    f"({own.name} or a family template)")
     template, variant = family
     return environment().get_template(template).render(kernel=name, v=VARIANTS[variant])
+
+
+def int4_twin(kernel_set: str, name: str) -> str | None:
+    """The int8 template that renders the int4-weight kernel `name` (<family>_s8w4_<set>: the
+    <family>_s8_<set> template with w4), or None."""
+    if "_s8w4_" not in name:
+        return None
+    template = f"{kernel_set}/{name.replace('_s8w4_', '_s8_')}{extension(kernel_set)}.j2"
+    return template if (TEMPLATES / template).is_file() else None
 
 
 def kernels_with_sources(kernel_set: str) -> list[str]:
@@ -130,4 +142,5 @@ def kernels_with_sources(kernel_set: str) -> list[str]:
             names |= {f"{stem}_{v}" for v in family_variants(template)}
         else:
             names.add(stem)
+    names |= {n for n in declarations(kernel_set) if int4_twin(kernel_set, n)}
     return sorted(names)
