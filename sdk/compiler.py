@@ -113,7 +113,8 @@ def quantize(g: Graph, req: CompileRequest) -> dict[str, list[str]]:
     chosen = {"float_layers": float_layers, "int16_layers": sorted(set(int16_layers))}
     int4_layers = [n.name for n in g.nodes if n.weight_bits == 4]  # INT4 QDQ weights included
     if req.weight_bits is not None or int4_layers:  # a build that says nothing of weight bits keeps its manifest
-        chosen.update({"weight_bits": weight_bits_mode(req), "int4_layers": int4_layers,
+        mode = weight_bits_mode(req) if req.weight_bits or req.int4_layers else "qdq"  # else the model's INT4 weights
+        chosen.update({"weight_bits": mode, "int4_layers": int4_layers,
                        "int8_weight_layers": staying_int8(g) if weight_bits_mode(req) in ("4", "auto") else []})
     return chosen
 
