@@ -41,6 +41,7 @@ class BuildInfo(TypedDict, total=False):
     weight_bits: str  # --weight-bits: 8, 4 or auto; "layers" (--int4-layers named them), "qdq" (the model's INT4 weights)
     int4_layers: list[str]  # layers with int4 weights (int8 builds)
     int8_weight_layers: list[dict[str, str]]  # --weight-bits 4/auto: layers that cannot have int4 weights, and why
+    weight_values: dict[str, Any]  # weight value bytes as int8, as int4 and as stored, in all and per layer
     arena: list[dict[str, Any]]  # the planned buffers: tensor, offset, bytes
     # the build's memory report (sdk/commands.py, sdk/build_report.py)
     flash_bytes: int

@@ -204,6 +204,11 @@ def human_build(info: dict) -> str:
     from .reports.report import memory_summary  # the report module loads jinja2: only when a build reports
     lines = [f"built {info['name']} for {info['board']} ({info['precision']}, profile {info['profile']})"]
     lines.append("  " + "; ".join(memory_text(row) for row in memory_summary(info)["rows"]))
+    values = info.get("weight_values")
+    if values:  # --weight-bits builds: the weight values as stored against int8 and int4
+        lines.append(f"  weights (values) {values['stored_bytes']} B as stored, {values['int8_bytes']} B as int8, "
+                     f"{values['int4_bytes']} B as int4 (--weight-bits {info['weight_bits']}: "
+                     f"{len(info.get('int4_layers', []))} int4 layer(s))")
     for kind, path in sorted(info.get("artifacts", {}).items()):
         lines.append(f"  {kind:4} {path}")
     return "\n".join(lines)

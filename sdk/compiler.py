@@ -212,6 +212,8 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
     if req.weights_file:  # run/validate load this file instead of the one built beside the library
         info["weights"]["path"] = str(Path(req.weights_file).resolve())
     info.update(precision_layers)
+    if "weight_bits" in info:
+        info["weight_values"] = weight_values(info["layers"])
     info["arena"] = plan.buffers
     report_fallbacks(info["fallbacks"])
     report_weight_notes(info)
@@ -226,6 +228,19 @@ def report_weight_notes(info: dict) -> None:
     for f in info.get("int4_unpacked", []):
         print(f"cuvil-sdk: note: layer '{f['layer']}' ({f['op']}) has int4 weights stored as int8 bytes by "
               f"{f['kernel']}: {f['reason']}", file=sys.stderr)
+
+
+def weight_values(layers: list[dict]) -> dict:
+    """The weighted layers' weight values (biases and requantization constants apart) in bytes: as
+    int8 (one each), as int4 (two per byte) and as this build stores them (an int4 layer packed,
+    unless its kernel keeps int8 bytes), in all and per layer (build --json, report.json)."""
+    rows = [{"layer": layer["name"], "op": layer["op"], "bits": layer["weight_bits"], "storage": layer["weight_storage"],
+             "int8_bytes": layer["int8_weight_bytes"], "int4_bytes": layer["int4_weight_bytes"]}
+            for layer in layers if layer.get("weight_bits")]
+    int8 = sum(r["int8_bytes"] for r in rows)
+    stored = sum(r["int4_bytes" if r["storage"] == "int4" else "int8_bytes"] for r in rows)
+    return {"int8_bytes": int8, "int4_bytes": sum(r["int4_bytes"] for r in rows), "stored_bytes": stored,
+            "stored_vs_int8": round(stored / int8, 3) if int8 else None, "layers": rows}
 
 
 def check_weight_bits(req: CompileRequest, precision: str) -> None:
