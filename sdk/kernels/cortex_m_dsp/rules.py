@@ -41,6 +41,7 @@ from ..kernel_sets import Answer, KernelSet, register_kernel_set
 from ..simd_layout import STRIDED_SOFTMAX, pick, row_softmax_args, undilated_pool
 
 COL_WORDS = 1152  # CUVIL_DSP_COL_WORDS (conv2d_s8_dsp.h.j2): the tile's columns, px * K' <= 2 * COL_WORDS values
+FC_WORDS = 1024  # CUVIL_DSP_FC_WORDS (fc_s8_dsp.h.j2): the FC's input column, K' <= 2 * FC_WORDS values
 RUN_BYTES = 256  # CUVIL_DSP_RUN: the longest window of the "run" layout (conv2d_s8_dsp.h.j2)
 SET = "cortex_m_dsp"
 
@@ -559,7 +560,7 @@ def fc_variant(kp: int, fastq: int, w8: bool, w4: bool = False) -> str:
     pairs") or int16 ("w16"); "wide-k" when K' passes the column buffer (widened on the fly, in
     C), "rq64" when a shift below 33 keeps the whole layer in C."""
     name = "1x4 w4 pairs" if w4 else "1x4 w8 pairs" if w8 else "1x4 w16"
-    if kp > 2 * COL_WORDS:
+    if kp > 2 * FC_WORDS:
         name += " wide-k"
     return name if fastq else name + " rq64"
 
