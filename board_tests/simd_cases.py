@@ -201,6 +201,43 @@ def simd_wide_gemm_1280(b, x):
     return b.gemm(x[0], 1280, 40)
 
 
+# --- int4 weights (grids built with int4=True: kernel_cases.int4_layers) --------------------------
+@case("conv2d", (1, 19, 9, 13))
+def simd_w4_conv_c19_oc40(b, x):
+    """int4: blocks 16 + 16 + 8 (pair rows of 16 weights per 8 bytes), 117 pixels"""
+    return b.conv(x[0], 19, 40, (3, 3), pads=[1, 1, 1, 1])
+
+
+@case("conv2d", (1, 33, 5, 7))
+def simd_w4_conv_1x1_oc17(b, x):
+    """int4: 17 output channels (an 8 block holding one), k = 33 (quads padded)"""
+    return b.op("Relu", [b.conv(x[0], 33, 17, (1, 1))])
+
+
+@case("conv2d", (1, 3, 16, 17))
+def simd_w4_conv_odd_row_taps(b, x):
+    """int4: kw * c = 9 taps per kernel row (padded to pairs / quads), stride 2 x 1"""
+    return b.clip(b.conv(x[0], 3, 8, (3, 3), strides=[2, 1], pads=[1, 1, 1, 1]), 0.0, 6.0)
+
+
+@case("dwconv2d", (1, 24, 9, 11))
+def simd_w4_dw_c24(b, x):
+    """int4 depthwise: the depthwise kernel on the values as its int8/int16 weights (listed)"""
+    return b.conv(x[0], 24, 24, (3, 3), group=24, pads=[1, 1, 1, 1])
+
+
+@case("fc", (1, 301))
+def simd_w4_gemm_k301_n70(b, x):
+    """int4: odd k, 70 outputs (groups of 32 + 32 + a block of 8 holding 6)"""
+    return b.gemm(x[0], 301, 70)
+
+
+@case("fc", (1, 4, 33))
+def simd_w4_gemm_rows4_k33(b, x):
+    """int4: 4 rows of 33 inputs -> 40 outputs"""
+    return b.gemm(b.reshape(x[0], [4, 33]), 33, 40)
+
+
 # --- fully connected ----------------------------------------------------------------------------
 @case("fc", (1, 301))
 def simd_gemm_k301_n70(b, x):
@@ -322,7 +359,8 @@ GROUPS: dict[str, list[str]] = {
     "pool_add": [c.id for c in CASES if EXPECT[c.id] in ("maxpool", "avgpool", "add", "mul", "softmax")],
     "wide": [c.id for c in CASES if c.id.startswith("simd_wide_")],
 }
-FP32_IDS = [c.id for c in CASES if EXPECT[c.id] in ("conv2d", "dwconv2d", "fc") and c.id != "simd_dw_mult2_s2"]
+FP32_IDS = [c.id for c in CASES if EXPECT[c.id] in ("conv2d", "dwconv2d", "fc") and c.id != "simd_dw_mult2_s2"
+            and kc.W4_MARK not in c.id]
 BY_ID = {c.id: c for c in CASES}
 
 
@@ -335,6 +373,18 @@ def make_net(name: str, ids: list[str]) -> kc.Net:
     finally:
         kc.CASES.clear()
         kc.CASES.update(saved)
+
+
+def expected_kernel(cid: str, kernel_set: str, int4: bool) -> str:
+    """The kernel a case's main layer must get on a set's board ("portable" for the portable
+    boards), in a grid built with int4 (the w4_ cases' conv and fc layers on the int4 kernels;
+    depthwise ones on the depthwise kernel, which reads int8 or int16 weights)."""
+    family = EXPECT[cid]
+    four = int4 and kc.W4_MARK in cid
+    if kernel_set == "portable":
+        base = {"dwconv2d": "conv2d", "fc": "fc"}.get(family, family)
+        return f"{base}_{'s8w4' if four and base in ('conv2d', 'fc') else 's8'}"
+    return f"{family}_{'s8w4' if four and family in ('conv2d', 'fc') else 's8'}_{kernel_set}"
 
 
 def main_layer_kernels(info: dict, net: kc.Net) -> dict[str, str]:

@@ -72,9 +72,9 @@ def make_net(group: str) -> kc.Net:
 
 def build_and_run(folder: Path, group: str, board: Board) -> Run:
     net = kc.save_net(make_net(group), folder)
-    g = kc.reference_graph(net, BOARD, PROFILE, "int8")
+    g = kc.reference_graph(net, BOARD, PROFILE, "int8", int4=True)  # the w4_ cases' layers int4
     req = CompileRequest(model=net.path, board=board, profile=get_profile(PROFILE), precision="int8",
-                         calib=str(net.calib), name=net.name)
+                         calib=str(net.calib), name=net.name, int4_layers=kc.int4_layers(net))
     info = do_build(req, folder / "out", 2)
     kc.check_io_contract(info, g, int8=True)
     samples = kc.float_samples(net, FLOAT_SAMPLES, seed=31)
@@ -108,13 +108,13 @@ def test_neon_int8_bit_exact(rpi5_group, group, cid):
 
 @pytest.mark.parametrize("group", list(sc.GROUPS))
 def test_neon_kernels_are_selected_and_equal_host(rpi5_group, tmp_path_factory, group):
-    """Each SIMD case's layer runs its neon kernel; the host (avx2) library gives the same
-    int8 outputs for the same inputs."""
+    """Each SIMD case's layer runs its neon kernel (int4 cases: the int4 one); the host (avx2)
+    library gives the same int8 outputs for the same inputs."""
     run = rpi5_group(f"simd_{group}")
     chosen = sc.main_layer_kernels(run.info, run.net)
     for cid in sc.GROUPS[group]:
-        assert chosen[cid] == f"{sc.EXPECT[cid]}_s8_neon", f"{cid}: {chosen[cid]}"
-    host = kc.build(run.net, tmp_path_factory.mktemp(f"host_{group}") / "out", "host", PROFILE, "int8")
+        assert chosen[cid] == sc.expected_kernel(cid, "neon", int4=True), f"{cid}: {chosen[cid]}"
+    host = kc.build(run.net, tmp_path_factory.mktemp(f"host_{group}") / "out", "host", PROFILE, "int8", int4=True)
     with runtime.load(host["artifacts"]["so"]) as model:
         for i, s in enumerate(run.samples):
             ours = model.run(s)  # quantize, int8 layers, dequantize: in C on both sides
