@@ -93,7 +93,9 @@ def family_of(kernel_set: str, name: str) -> tuple[str, str] | None:
 
 # Kernel features (KernelCall.features) a template renders, each a flag of the template: a kernel's
 # source carries a feature's code only in builds whose calls need it (the others get it as before).
-FEATURES = ("w4",)  # w4: int4 weights, packed two per byte (conv2d_s8_dsp, fc_s8_dsp)
+# conv2d_s8_dsp and fc_s8_dsp: w4, the int4 (nibble) paths; int8, the int8/int16 weight paths, which a
+# build whose calls are all int4 leaves out (a template renders them when neither feature is asked).
+FEATURES = ("w4", "int8")
 
 
 def kernel_source(kernel_set: str, name: str, features: frozenset[str] = frozenset()) -> str:

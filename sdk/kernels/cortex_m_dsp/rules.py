@@ -393,8 +393,7 @@ def conv_im2col(c: KernelCall, node: Node, g: Graph, w8: bool, w4: bool = False)
         w=Weight("w16", np.concatenate(streams), "int16_t"), seg=seg, kp=kp, fastq=fastq, tile=tile, px=px,
         concat=concat, zyfold=zyfold, w8=2 if w4 else int(w8), **dsp_tail(a["zx"], a["zy"], a["lo"], a["hi"]))
     call.variant = variant
-    if w4:
-        call.features = frozenset({"w4"})
+    call.features = frozenset({"w4" if w4 else "int8"})  # the kernel's source carries the paths its calls use
     MODELLED[node.name] = modelled
     return call
 
@@ -550,8 +549,7 @@ def fc_call(a: dict, rows: int, k: int, n: int, w8: bool, w4: bool = False) -> K
                                     w=Weight("w16", quad_streams(col, b, q, w8, w4), "int16_t"), kp=kp, fastq=fastq,
                                     w8=2 if w4 else int(w8), **dsp_tail(a["zx"], a["zy"], a["lo"], a["hi"]))
     call.variant = fc_variant(kp, fastq, w8, w4)
-    if w4:
-        call.features = frozenset({"w4"})
+    call.features = frozenset({"w4" if w4 else "int8"})  # the kernel's source carries the paths its calls use
     return call
 
 
