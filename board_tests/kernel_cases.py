@@ -46,6 +46,7 @@ from cuvil_sdk.passes import optimize  # noqa: E402
 from cuvil_sdk.request import CompileRequest  # noqa: E402
 from cuvil_sdk.profiles import get_profile  # noqa: E402
 from cuvil_sdk.quant.calibrate import calibrate  # noqa: E402
+from cuvil_sdk.quant.sensitivity import choose_int4_scales  # noqa: E402
 from cuvil_sdk.quant.quantize import needs_calibration, quantize_graph  # noqa: E402
 from cuvil_sdk.kernels.requant import dequantize  # noqa: E402
 
@@ -1695,10 +1696,12 @@ def reference_graph(net: Net, board: str, profile: str, precision: str, method: 
     g = load_model(net.path, get_profile(profile), get_board(board), {})
     optimize(g)
     if precision == "int8":
-        observer = None
+        observer, samples = None, None
         if needs_calibration(g):
             samples = load_samples(net.calib, g, "calibration data")
             observer = calibrate(g, samples, len(samples), method)
+        if int4:  # the int4 layers' scale rules, measured as the compiler does
+            choose_int4_scales(g, observer, samples, int4_layers(net))
         quantize_graph(g, observer, int4=set(int4_layers(net)) if int4 else set())
     return g
 

@@ -201,43 +201,6 @@ def simd_wide_gemm_1280(b, x):
     return b.gemm(x[0], 1280, 40)
 
 
-# --- int4 weights (grids built with int4=True: kernel_cases.int4_layers) --------------------------
-@case("conv2d", (1, 19, 9, 13))
-def simd_w4_conv_c19_oc40(b, x):
-    """int4: blocks 16 + 16 + 8 (pair rows of 16 weights per 8 bytes), 117 pixels"""
-    return b.conv(x[0], 19, 40, (3, 3), pads=[1, 1, 1, 1])
-
-
-@case("conv2d", (1, 33, 5, 7))
-def simd_w4_conv_1x1_oc17(b, x):
-    """int4: 17 output channels (an 8 block holding one), k = 33 (quads padded)"""
-    return b.op("Relu", [b.conv(x[0], 33, 17, (1, 1))])
-
-
-@case("conv2d", (1, 3, 16, 17))
-def simd_w4_conv_odd_row_taps(b, x):
-    """int4: kw * c = 9 taps per kernel row (padded to pairs / quads), stride 2 x 1"""
-    return b.clip(b.conv(x[0], 3, 8, (3, 3), strides=[2, 1], pads=[1, 1, 1, 1]), 0.0, 6.0)
-
-
-@case("dwconv2d", (1, 24, 9, 11))
-def simd_w4_dw_c24(b, x):
-    """int4 depthwise: the depthwise kernel on the values as its int8/int16 weights (listed)"""
-    return b.conv(x[0], 24, 24, (3, 3), group=24, pads=[1, 1, 1, 1])
-
-
-@case("fc", (1, 301))
-def simd_w4_gemm_k301_n70(b, x):
-    """int4: odd k, 70 outputs (groups of 32 + 32 + a block of 8 holding 6)"""
-    return b.gemm(x[0], 301, 70)
-
-
-@case("fc", (1, 4, 33))
-def simd_w4_gemm_rows4_k33(b, x):
-    """int4: 4 rows of 33 inputs -> 40 outputs"""
-    return b.gemm(b.reshape(x[0], [4, 33]), 33, 40)
-
-
 # --- fully connected ----------------------------------------------------------------------------
 @case("fc", (1, 301))
 def simd_gemm_k301_n70(b, x):
@@ -352,6 +315,17 @@ def simd_softmax_rows37(b, x):
     """3 rows of 37: vector blocks and a scalar tail per row"""
     return b.op("Softmax", x, axis=-1)
 
+
+# --- int4 weights: twins of these cases, simd_w4_<rest>, whose conv and fc layers get int4 weights in
+# grids built with int4=True (kernel_cases.int4_layers): 16-channel blocks with an 8-block tail, a 1 x 1
+# with one channel in its last block, 9 taps per kernel row, odd k, rows; the depthwise one stays on
+# its kernel's int8/int16 weights (listed).
+INT4_TWINS = ("simd_conv_c19_oc40", "simd_conv_1x1_oc17", "simd_conv_odd_row_taps", "simd_dw_c40",
+              "simd_gemm_k301_n70", "simd_gemm_rows4")
+for _case in [c for c in CASES if c.id in INT4_TWINS]:
+    _twin = _case.id.replace("simd_", "simd_" + kc.W4_MARK, 1)
+    CASES.append(kc.Case(_twin, _case.inputs, _case.make, _case.ranges, "int4 weights: " + _case.doc))
+    EXPECT[_twin] = EXPECT[_case.id]
 
 GROUPS: dict[str, list[str]] = {
     "conv": [c.id for c in CASES if EXPECT[c.id] == "conv2d" and not c.id.startswith("simd_wide_")],

@@ -25,8 +25,8 @@ from .plugins import load_plugins
 from .quant.calibrate import calibrate
 from .quant.half import to_half
 from .quant.quantize import needs_calibration, quantize_graph
-from .quant.sensitivity import choose_int4, choose_layers
-from .quant.weight_bits import WEIGHT_BITS, int4_candidates, report_auto, staying_int8
+from .quant.sensitivity import choose_int4, choose_int4_scales, choose_layers
+from .quant.weight_bits import WEIGHT_BITS, int4_candidates, mark_int4, report_auto, staying_int8
 from .request import CompileRequest
 
 RANDOM_CALIB_SAMPLES = 32
@@ -132,12 +132,19 @@ def choose_weight_bits(g: Graph, req: CompileRequest, observer, samples, float_l
     if req.int4_layers and req.weight_bits is not None:
         raise UsageError(f"--int4-layers names the int4 layers itself: not with --weight-bits {req.weight_bits}")
     if req.int4_layers:
-        return list(dict.fromkeys(req.int4_layers))
+        names = list(dict.fromkeys(req.int4_layers))
+        mark_int4(copy.deepcopy(g), set(names))  # a name that is no int4 layer: refused before any measuring
+        choose_int4_scales(g, observer, samples, names, float_layers, int16_layers)
+        return names
     mode = weight_bits_mode(req)
-    probe = copy.deepcopy(g) if mode != "8" else g
+    if mode == "8":
+        return []
+    probe = copy.deepcopy(g)
     for node in probe.nodes:  # what can be int4 once the float and 16x8 layers are set apart
         if node.name in float_layers | int16_layers:
             node.precision = "fp32" if node.name in float_layers else "int16"
+    # each layer's scale rule (max|w| / 7 or clipped), measured with every candidate int4
+    choose_int4_scales(g, observer, samples, int4_candidates(probe), float_layers, int16_layers)
     if mode == "4":
         return int4_candidates(probe)
     if mode == "auto":
@@ -148,7 +155,7 @@ def choose_weight_bits(g: Graph, req: CompileRequest, observer, samples, float_l
                                                   float_layers, int16_layers)
         report_auto(chosen, len(int4_candidates(probe)), reached, base, goal)
         return chosen
-    return []
+    raise UsageError(f"--weight-bits {mode}: expected 4, 8 or auto")
 
 
 def higher_precision_layers(g: Graph, req: CompileRequest, observer, samples, mode: str) -> list[str]:
@@ -193,10 +200,10 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
     # placement options are checked before the long work (frontend, calibration)
     placement = choose_placement(req.board, req.weights, req.weights_region)
     arena_region = arena_region_of(req.board, req.arena_region)
+    check_weight_bits(req, precision)
     if req.weights_file and placement.placement != "file":
         raise UsageError("--weights-file needs a --weights file build")
     g = frontend_and_passes(req)
-    check_weight_bits(req, precision)
     precision_layers = quantize(g, req) if precision == "int8" else {"float_layers": [], "int16_layers": []}
     if precision == "fp16":
         precision_layers["float_layers"] = to_half(g)
@@ -249,7 +256,7 @@ def check_weight_bits(req: CompileRequest, precision: str) -> None:
         raise UsageError(f"--weight-bits {req.weight_bits}: expected 4, 8 or auto")
     for option, value in (("--weight-bits", req.weight_bits), ("--int4-layers", req.int4_layers)):
         if value and precision != "int8":
-            raise UsageError(f"{option} applies to int8 builds, not --precision {precision} (float weights)")
+            raise UsageError(f"{option} applies to int8 builds, not --precision {precision}")
 
 
 def report_fallbacks(fallbacks: list[dict]) -> None:

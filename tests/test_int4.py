@@ -15,7 +15,7 @@ from cuvil_sdk.cli import main
 from cuvil_sdk.compiler import frontend_and_passes, quantize
 from cuvil_sdk.kernels import int4
 from cuvil_sdk.kernels.cortex_m_dsp import rules as dsp
-from cuvil_sdk.ops.conv import symmetric_per_channel
+from cuvil_sdk.ops.conv import int4_clip_scales, symmetric_per_channel
 from cuvil_sdk.request import new_request
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,13 +45,25 @@ def test_simd_groups_unpack_as_the_kernels_do():
 
 
 def test_int4_rule_is_symmetric_per_channel_within_7():
+    """int4 weights are symmetric per channel in [-7, 7], scale max|w| / 7 (each channel reaches
+    +/-7); the clipped scales (int4_clip_scales, kept per layer where the model measures better)
+    are c max|w| / 7, c in [0.5, 1], of least squared error, never worse than max|w| / 7."""
     w = RNG.standard_normal((6, 3, 3, 3)).astype(np.float32)
     w[2] *= 1e-3
     q, scale = symmetric_per_channel(w, 0, bits=4)
-    assert q.dtype == np.int8 and int(np.abs(q).max()) == 7
-    assert np.all(np.abs(q.reshape(6, -1)).max(axis=1) == 7)  # each channel reaches +/-7: scale = max|w| / 7
-    assert np.allclose(scale, np.abs(w.reshape(6, -1)).max(axis=1) / 7, rtol=1e-6)
-    assert np.all(np.abs(q * scale.reshape(-1, 1, 1, 1) - w) <= scale.reshape(-1, 1, 1, 1) / 2 + 1e-7)
+    rows, amax = w.reshape(6, -1).astype(np.float64), np.abs(w.reshape(6, -1)).max(axis=1)
+    assert q.dtype == np.int8 and np.all(np.abs(q.reshape(6, -1)).max(axis=1) == 7)
+    assert np.allclose(scale, amax / 7, rtol=1e-6)
+    clipped = int4_clip_scales(w, 0)
+    assert np.all(clipped <= amax / 7 * (1 + 1e-6)) and np.all(clipped >= amax / 14 * (1 - 1e-6))
+    qc, sc = symmetric_per_channel(w, 0, bits=4, scale=clipped)
+    assert int(np.abs(qc).max()) <= 7 and np.array_equal(sc, clipped)
+    error = ((qc.reshape(6, -1) * clipped.reshape(-1, 1) - rows) ** 2).sum(axis=1)
+    assert np.all(error <= ((q.reshape(6, -1) * scale.reshape(-1, 1) - rows) ** 2).sum(axis=1) * (1 + 1e-6))
+    wide = RNG.standard_normal((8, 576)).astype(np.float32)  # 576 Gaussian weights a channel: the tails clipped
+    assert np.all(int4_clip_scales(wide, 0) < np.abs(wide).max(axis=1) / 7 * 0.95)
+    q8, scale8 = symmetric_per_channel(w, 0)
+    assert np.allclose(scale8, amax / 127, rtol=1e-6) and int(np.abs(q8).max()) == 127
 
 
 # --- the Cortex-M DSP nibble streams, decoded as the assembly does ---------------------------------
@@ -130,6 +142,8 @@ def test_auto_keeps_the_cosine_target(capsys):
     assert "weight bits auto:" in said and "(target 0.95000)" in said
     reached = float(said.split(" layer(s) reach ")[1].split()[0])
     assert reached >= 0.95 and len(chosen["int4_layers"]) == 5, said
+    for node in (n for n in g.nodes if n.weight_bits == 4):  # max|w| / 7, or the clipped scales that measured better
+        assert node.int4_scale is None or len(node.int4_scale) == len(node.q["mult"])
     tight = new_request(DIGITS, board="cortex-m7", profile="lite", calib=str(CALIB), weight_bits="auto",
                         accuracy_target=0.9999)
     g = frontend_and_passes(tight)

@@ -70,6 +70,9 @@ class Node:
     # the bits of the layer's integer weights: 8, or 4 (int4 values in [-8, 7] kept as int8 data,
     # stored packed by the kernels: --weight-bits, --int4-layers, an INT4 QDQ initializer)
     weight_bits: int = 8
+    # int4 layers: per-channel weight scales where clipping measured better (quant/sensitivity.py,
+    # choose_int4_scales); None: max|w| / 7
+    int4_scale: Any = None
 
 
 class Graph:

@@ -244,25 +244,53 @@ class Conv(OpDef):
 
 
 # the symmetric ranges of the weight rule: [-127, 127] for int8, [-7, 7] for int4 (not -8: the
-# range stays symmetric, as int8's leaves -128 out, so a channel's scale is max|w| / qmax)
+# range stays symmetric, as int8's leaves -128 out, so that +w and -w round to opposite codes and a
+# channel's largest weights of either sign use the whole range)
 WEIGHT_QMAX = {8: 127, 4: 7}
 
 
-def symmetric_per_channel(w: np.ndarray, axis: int, bits: int = 8) -> tuple[np.ndarray, np.ndarray]:
+def symmetric_per_channel(w: np.ndarray, axis: int, bits: int = 8,
+                          scale: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Integer weights in [-qmax, qmax] (WEIGHT_QMAX: int8 127, int4 7) as int8 data and float
-    scales max|w| / qmax, one per slice along `axis`."""
+    scales, one per slice along `axis`: max|w| / qmax, or the given ones (int4 layers whose
+    clipped scales measured better, quant/sensitivity.py, choose_int4_scales)."""
     qmax = WEIGHT_QMAX[bits]
     w = w if w.dtype.kind == "f" else w.astype(np.float64)
-    rows = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
-    # max |w| without a float64 copy of the weights: the float64 of the extremes is the same
-    amax = np.maximum(rows.max(axis=1), -rows.min(axis=1)).astype(np.float64)
-    scale = np.where(amax > 0, amax / float(qmax), 1.0).astype(np.float32)
+    if scale is None:
+        rows = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
+        # max |w| without a float64 copy of the weights: the float64 of the extremes is the same
+        amax = np.maximum(rows.max(axis=1), -rows.min(axis=1)).astype(np.float64)
+        scale = np.where(amax > 0, amax / float(qmax), 1.0).astype(np.float32)
+    scale = np.asarray(scale, dtype=np.float32)
     shape = [1] * w.ndim
     shape[axis] = -1
     q = w / scale.astype(np.float64).reshape(shape)  # float64, the one temporary: rounded and clipped in place
     np.round(q, out=q)
     np.clip(q, -qmax, qmax, out=q)
     return q.astype(np.int8), scale
+
+
+# int4 clipping (quant/sensitivity.py, choose_int4_scales, keeps it per layer where the model measures
+# better with it): each channel's scale c max|w| / 7, c of this grid, of least squared weight error
+INT4_CLIP_RATIOS = np.linspace(1.0, 0.5, 26)
+
+
+def int4_clip_scales(w: np.ndarray, axis: int) -> np.ndarray:
+    """Per channel along `axis`, the float32 scale c max|w| / 7 over INT4_CLIP_RATIOS whose
+    symmetric int4 rounding (clipped to [-7, 7]) leaves the least squared error (the largest c
+    on a tie); 1.0 for an all-zero channel. With 15 levels, clipping a channel's few largest
+    weights buys a finer step for all the others."""
+    rows = np.moveaxis(np.asarray(w, dtype=np.float64), axis, 0).reshape(w.shape[axis], -1)
+    amax = np.abs(rows).max(axis=1)
+    best_scale = np.where(amax > 0, amax / 7.0, 1.0).astype(np.float32)
+    best_error = np.full(len(amax), np.inf)
+    for ratio in INT4_CLIP_RATIOS:
+        scale = np.where(amax > 0, amax * ratio / 7.0, 1.0).astype(np.float32)
+        s = scale.astype(np.float64).reshape(-1, 1)
+        error = ((np.clip(np.round(rows / s), -7, 7) * s - rows) ** 2).sum(axis=1)
+        better = error < best_error
+        best_error[better], best_scale[better] = error[better], scale[better]
+    return best_scale
 
 
 def quantize_weighted(node: Node, g: Graph, axis: int, weight: np.ndarray | None = None) -> None:
@@ -280,7 +308,7 @@ def quantize_weighted(node: Node, g: Graph, axis: int, weight: np.ndarray | None
         wq, sw = node.imported_q["weight"]
     else:
         w = g.const(node.inputs[1]) if weight is None else weight
-        wq, sw = symmetric_per_channel(w, axis, node.weight_bits)
+        wq, sw = symmetric_per_channel(w, axis, node.weight_bits, node.int4_scale if node.weight_bits == 4 else None)
         correction = bias_correction(node, g, w, wq, sw, axis)
     channels = wq.shape[axis]
     sw = np.broadcast_to(np.asarray(sw, dtype=np.float32), (channels,))
