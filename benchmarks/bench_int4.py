@@ -6,7 +6,7 @@ packed two per byte, except those whose kernel keeps int8 bytes, see `int4_unpac
 weight blob (every constant the kernels read: values, biases, requantization words, kernel
 padding). It builds the same quantization for `host` (lite) and runs the evaluation data through
 the library (its int8 outputs are those of the cortex-m7 and rpi5 builds bit for bit: the kernel
-grids and board_tests/test_int4.py hold that), against ONNX Runtime running the float model:
+grids and board_tests/test_int4_boards.py hold that), against ONNX Runtime running the float model:
 
 - digits: accuracy on sdk/examples/digits_data.npz's 540 test samples (calibration: its calib file);
 - resnet8 (sdk/examples/resnet8_fp32.onnx, the MLPerf Tiny reference model): no CIFAR-10 data

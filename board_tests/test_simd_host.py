@@ -43,11 +43,11 @@ PARAMS = [pytest.param(board, group, cid, id=f"{board}-{cid}") for group, ids in
 
 
 def build_group(folder: Path, board: str, group: str, ids: list[str], precision: str = "int8"):
-    """The group's net built for the board, int8 grids with the w4_ cases' layers int4."""
+    """The group's net built for the board (the simd_w4_ twins as int8 layers here: their int4
+    kernels run in test_x86_variants.py's grid, every x86 variant, and on rpi5)."""
     net = kc.save_net(sc.make_net(f"s_{group}", ids), folder)
-    int4 = precision == "int8"
-    g = kc.reference_graph(net, board, PROFILE, precision, int4=int4)
-    info = kc.build(net, folder / "out", board, PROFILE, precision, int4=int4)
+    g = kc.reference_graph(net, board, PROFILE, precision)
+    info = kc.build(net, folder / "out", board, PROFILE, precision)
     kc.check_io_contract(info, g, int8=precision == "int8")
     return net, g, info
 
@@ -82,13 +82,12 @@ def test_int8_simd_case_bit_exact(int8_group, board, group, cid):
 
 @pytest.mark.parametrize("group", list(sc.GROUPS))
 def test_avx2_kernels_are_selected(int8_group, group):
-    """On `host` each case's layer runs its avx2 kernel (int4 cases: the int4 one); on
-    `host-portable` the portable one."""
+    """On `host` each case's layer runs its avx2 kernel; on `host-portable` the portable one."""
     for board in GROUP_BOARDS[group]:
         net, info, *_ = int8_group(board, group)
         chosen = sc.main_layer_kernels(info, net)
         for cid in sc.GROUPS[group]:
-            want = sc.expected_kernel(cid, "avx2" if board == "host" else "portable", int4=True)
+            want = sc.expected_kernel(cid, "avx2" if board == "host" else "portable", int4=False)
             assert chosen[cid] == want, f"{board} {cid}: layer kernel {chosen[cid]}, expected {want}"
 
 

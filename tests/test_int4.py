@@ -1,7 +1,7 @@
 """int4 weights on the host, without a toolchain: the packing of kernels/int4.py, the int4 rule
 of the quantizer, the Cortex-M DSP nibble streams decoded as the assembly decodes them, the
 choice of `--weight-bits auto`, and the options' refusals (exit 2, one line). Builds and runs on
-the boards are board_tests/test_int4.py's and the kernel grids'."""
+the boards are board_tests/test_int4_boards.py's and the kernel grids'."""
 from __future__ import annotations
 
 import contextlib

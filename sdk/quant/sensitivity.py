@@ -14,11 +14,12 @@ import numpy as np
 
 from ..ir import Graph
 from ..ops import get_op
-from ..reference import run_quantized_model
+from ..kernels.requant import dequantize, quantize_float
+from ..reference import run_int, run_quantized_model
 from ..reference.batched import run_float_samples
 from .calibrate import RangeObserver
 from .int16 import candidates as int16_candidates
-from .quantize import quantize_graph
+from .quantize import quantize_graph, quantize_node
 from .weight_bits import AUTO_COSINE_DROP, int4_candidates, weight_count
 
 EVAL_SAMPLES = 16
@@ -113,26 +114,73 @@ def choose_int4_scales(g_float: Graph, observer: RangeObserver, samples: list[di
     Node.int4_scale when the model's cosine to the float model on the calibration data (as
     --accuracy-target measures it) rises with them, else keeps max|w| / 7. Clipping helps a
     layer of many bell-shaped weights and hurts one whose few large weights are its signal (a
-    classifier), which the weights alone do not tell. Returns the layers that clip; nothing
+    classifier), which the weights alone do not tell. Each trial re-quantizes that layer alone and
+    re-runs only the layers downstream of it (IntRuns). Returns the layers that clip; nothing
     without calibration data (max|w| / 7 everywhere)."""
     from ..ops.conv import int4_clip_scales
     if not samples or not names:
         return []
     samples = samples[:SCALE_SAMPLES]
     wanted = run_float_samples(g_float, samples)
-    four = set(names)
-
-    def cosine() -> float:
-        return score(g_float, observer, samples, wanted, keep_float=keep_float, int16=int16, int4=four)
-
-    reached = cosine()
+    g = copy.deepcopy(g_float)
+    quantize_graph(g, observer, keep_float=keep_float, int16=int16, int4=set(names))
+    runs = IntRuns(g, samples)
+    reached = runs.cosine(g_float.outputs, wanted)
     clipping = []
-    for node in [n for n in g_float.nodes if n.name in four]:
-        node.int4_scale = int4_clip_scales(g_float.const(node.inputs[1]), weight_axis(node, g_float))
-        trial = cosine()
-        if trial > reached:
-            reached = trial
+    originals = {n.name: n for n in g_float.nodes}
+    for index, node in [(i, n) for i, n in enumerate(g.nodes) if n.name in set(names)]:
+        kept_q = node.q
+        node.int4_scale = int4_clip_scales(g.const(node.inputs[1]), weight_axis(node, g))
+        quantize_node(node, g)
+        trial = runs.rerun_from(index)
+        cosine = trial.cosine(g_float.outputs, wanted)
+        if cosine > reached:
+            reached, runs = cosine, trial
+            originals[node.name].int4_scale = node.int4_scale
             clipping.append(node.name)
         else:
-            node.int4_scale = None
+            node.q, node.int4_scale = kept_q, None
     return clipping
+
+
+class IntRuns:
+    """Every value of a quantized graph's integer run on some samples (float inputs quantized as
+    the C API does), re-run from one layer on when that layer's constants change."""
+
+    def __init__(self, g: Graph, samples: list[dict], values: list[dict] | None = None) -> None:
+        self.g = g
+        if values is None:
+            values = [run_int(g, {name: quantize_float(x, *g.tensors[name].q.scalar()) for name, x in feeds.items()},
+                              keep_all=True) for feeds in samples]
+        self.values = values
+
+    def rerun_from(self, index: int) -> "IntRuns":
+        """New runs in which layer `index` and every layer reading its results, directly or not,
+        are computed again (the others' values shared)."""
+        changed = set(self.g.nodes[index].outputs)
+        redo = [index]
+        for i in range(index + 1, len(self.g.nodes)):
+            if any(name in changed for name in self.g.nodes[i].inputs):
+                changed.update(self.g.nodes[i].outputs)
+                redo.append(i)
+        fresh = []
+        for values in self.values:
+            values = dict(values)
+            for i in redo:
+                node = self.g.nodes[i]
+                xs = [values[name] if name in values else self.g.tensors[name].data for name in node.inputs if name]
+                op = get_op(node.op)
+                outs = op.run_float(node, self.g, xs) if node.precision == "fp32" else op.run_int(node, self.g, xs)
+                values.update(zip(node.outputs, outs))
+            fresh.append(values)
+        return IntRuns(self.g, [], fresh)
+
+    def cosine(self, outputs: list[str], wanted: list[dict]) -> float:
+        """Mean cosine of the dequantized outputs with the float model's (as `score`)."""
+        cosines = []
+        for values, want in zip(self.values, wanted):
+            for name in outputs:
+                got = dequantize(values[name], *self.g.tensors[name].q.scalar())
+                a, b = got.ravel().astype(np.float64), want[name].ravel().astype(np.float64)
+                cosines.append(float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30)))
+        return float(np.mean(cosines))

@@ -116,7 +116,7 @@ def test_int4_qdq_model_is_imported_with_its_own_weights(tmp_path):
     assert int(codes["w2"].min()) == -8
     x = np.random.default_rng(21).uniform(-1.2, 2.6, (8, 1, 3, 9, 7)).astype(np.float32).reshape(8, 3, 9, 7)
     want = reference_int8(FIXTURE, x)
-    for board in BOARDS:
+    for board in BOARDS:  # -8 through the DSP's 16 x w, the avx2 table and neon's shifts
         info, got = build_and_run(FIXTURE, board, tmp_path / board, x)
         assert info["weight_bits"] == "qdq" and info["int4_layers"] == ["conv1", "conv2", "fc"]
         assert np.array_equal(got[0].reshape(want[0].shape), want[0]), f"{board}: int8 outputs differ"
