@@ -13,8 +13,12 @@ and the FC autoencoder are the trained MLPerf Tiny reference models themselves),
 Tiny DS-CNN (keyword spotting) and MobileNetV1-0.25 (visual wake words) with trained weights
 from benchmarks/models/*_trained.onnx (scripts/train_mlperf_tiny.py; calibrated on their
 synthetic task's data), or benchmarks/mlperf_tiny.py's random weights when those are missing.
-Boards: portable (cortex-m7-portable), dsp (cortex-m7, int8 weights in flash, the default) and
-dsp16 (cortex-m7 with --weight-layout int16). Per layer, `>goal` marks a layer with MACs above
+Boards: portable (cortex-m7-portable), dsp (cortex-m7, int8 weights in flash, the default),
+dsp16 (cortex-m7 with --weight-layout int16), dsp4 (cortex-m7 with --weight-bits 4: int4 weights
+unpacked in registers) and dsp4auto (--weight-bits auto: int4 where the model keeps its cosine
+within 0.01 of the int8 model's on the calibration data). With dsp4/dsp4auto, a table of the
+weight values' bytes (int8 vs as stored) and, per layer, the int4 build's instructions per MAC
+against the int8 one's. Per layer, `>goal` marks a layer with MACs above
 issue 27's 1.5 instructions per MAC (softmax and pooling have no goal), and the variant column
 names the kernel variant the build chose (KernelCall.variant).
 
@@ -60,8 +64,10 @@ from cuvil_sdk.profiles import get_profile  # noqa: E402
 from cuvil_sdk.runners.firmware import layer_macs  # noqa: E402
 
 EXAMPLES = ROOT / "sdk" / "examples"
-BOARDS = {"portable": "cortex-m7-portable", "dsp": "cortex-m7", "dsp16": "cortex-m7"}
+BOARDS = {"portable": "cortex-m7-portable", "dsp": "cortex-m7", "dsp16": "cortex-m7", "dsp4": "cortex-m7",
+          "dsp4auto": "cortex-m7"}
 WEIGHT_LAYOUT = {"dsp16": "int16"}  # kind -> --weight-layout (default: the board's, int8)
+WEIGHT_BITS = {"dsp4": "4", "dsp4auto": "auto"}  # kind -> --weight-bits (default: 8)
 MODELS = ["digits", "resnet8", "ds_cnn_kws", "mobilenet_v1_025_vww", "ad_autoencoder"]
 TFLM_REFERENCE = {  # issue 4: TFLite Micro + CMSIS-NN under the same QEMU, per MAC and arena
     "resnet8": (2.40, 55008), "ds_cnn_kws": (2.88, 22832), "mobilenet_v1_025_vww": (3.21, 100720),
@@ -118,10 +124,10 @@ def model_files(work: Path) -> dict[str, tuple[Path, Path]]:
 
 
 def build_and_run(model: str, onnx_path: Path, calib: Path, board: str, work: Path, name: str | None = None,
-                  weight_layout: str | None = None) -> Built:
+                  weight_layout: str | None = None, weight_bits: str | None = None) -> Built:
     req = CompileRequest(model=onnx_path, board=get_board(board), profile=get_profile("lite"), calib=str(calib),
-                         name=name, weight_layout=weight_layout)
-    info = do_build(req, work / f"{model}-{board}-{weight_layout or 'default'}", jobs=2)
+                         name=name, weight_layout=weight_layout, weight_bits=weight_bits)
+    info = do_build(req, work / f"{model}-{board}-{weight_layout or 'default'}-w{weight_bits or 8}", jobs=2)
     x = np.load(calib)[:1]
     sample = {info["inputs"][0]["name"]: x.reshape(info["inputs"][0]["shape"])}
     result = run_samples(req.board, info, [sample], False)
@@ -198,7 +204,7 @@ def time_layer(key: tuple, work: Path, kinds: list[str]) -> dict:
     row = {"layer": label}
     for kind in kinds:
         built = build_and_run("layer", path, calib, BOARDS[kind], folder, name="layer",
-                              weight_layout=WEIGHT_LAYOUT.get(kind))
+                              weight_layout=WEIGHT_LAYOUT.get(kind), weight_bits=WEIGHT_BITS.get(kind))
         for entry in built.info["layers"]:
             mac = built.macs.get(entry["name"], 0)
             if mac:
@@ -256,6 +262,42 @@ def print_layers(results: dict[str, dict[str, Built]]) -> None:
                   f"{per_mac(d, mac):>6}{over}  {entry.get('variant', '')}")
 
 
+def print_int4(results: dict[str, dict[str, Built]]) -> None:
+    """dsp4 / dsp4auto against dsp: the weight values' bytes and, per layer, instructions per MAC."""
+    kinds = [k for k in WEIGHT_BITS if any(k in by for by in results.values())]
+    if not kinds:
+        return
+    print("\n== int4 weights: weight value bytes (manifest weight_values; int8 = one byte each) and the weight blob ==")
+    print(f"  {'model':22} {'kind':9} {'int8 B':>8} {'stored B':>9} {'ratio':>6} {'int4 layers':>11} "
+          f"{'blob B':>8} {'dsp blob B':>10} {'instr/MAC':>9} {'dsp':>6}")
+    for model, by in results.items():
+        dsp = by.get("dsp")
+        for kind in [k for k in kinds if k in by]:
+            b, v = by[kind], by[kind].info["weight_values"]
+            print(f"  {model:22} {kind:9} {v['int8_bytes']:>8} {v['stored_bytes']:>9} {v['stored_vs_int8']:>6} "
+                  f"{len(b.info['int4_layers']):>5} of {len(v['layers']):<3} {b.info['weights']['bytes']:>8} "
+                  f"{dsp.info['weights']['bytes'] if dsp else '-':>10} {per_mac(b.instructions, b.total_macs):>9} "
+                  f"{per_mac(dsp.instructions, dsp.total_macs) if dsp else '-':>6}")
+    print("\n== int4 weights per layer: instructions per MAC, int8 (dsp) vs int4 (dsp4) ==")
+    for model, by in results.items():
+        if "dsp" not in by or "dsp4" not in by:
+            continue
+        dsp, four = by["dsp"], by["dsp4"]
+        rows = {la["name"]: la for la in four.info["layers"]}
+        print(f"-- {model}")
+        print(f"  {'#':>3} {'op':10} {'MACs':>9} {'dsp':>10} {'/MAC':>6} {'dsp4':>10} {'/MAC':>6} {'ratio':>6}  "
+              f"variant (dsp4), storage")
+        for entry in dsp.info["layers"]:
+            mac = dsp.macs.get(entry["name"], 0)
+            if not mac:
+                continue
+            d, f = dsp.layers.get(entry["index"], 0), four.layers.get(entry["index"], 0)
+            la = rows.get(entry["name"], {})
+            print(f"  {entry['index']:>3} {entry['op'][:10]:10} {mac:>9} {d:>10} {per_mac(d, mac):>6} {f:>10} "
+                  f"{per_mac(f, mac):>6} {f / d if d else 0:>6.2f}  {la.get('variant', '')}, "
+                  f"{la.get('weight_storage', '-')}")
+
+
 def print_shapes(rows: list[dict], boards: list[str]) -> None:
     print("\n== layer shapes alone (one-layer models; instructions of the layer; per MAC) ==")
     print(f"  {'layer':36} {'MACs':>9} " + " ".join(f"{b:>10} {'/MAC':>6}" for b in boards) + "  dsp kernel")
@@ -268,7 +310,8 @@ def print_shapes(rows: list[dict], boards: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, from {', '.join(MODELS)}")
-    parser.add_argument("--boards", default="portable,dsp", help="comma-separated: portable, dsp, dsp16")
+    parser.add_argument("--boards", default="portable,dsp", help="comma-separated: portable, dsp, dsp16, dsp4, "
+                        "dsp4auto")
     parser.add_argument("--no-layers", action="store_true", help="skip the single-layer runs")
     parser.add_argument("--shapes", default="", help="only single-layer runs whose label contains this (no models)")
     parser.add_argument("--work", type=Path, help="keep the builds here (default: a temporary folder)")
@@ -290,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 print(f"building and running {model} on {board} ...", file=sys.stderr)
                 results[model][kind] = build_and_run(model, onnx_path, calib, board, work,
-                                                     weight_layout=WEIGHT_LAYOUT.get(kind))
+                                                     weight_layout=WEIGHT_LAYOUT.get(kind),
+                                                     weight_bits=WEIGHT_BITS.get(kind))
             g = frontend_and_passes(CompileRequest(model=onnx_path, board=get_board(boards[-1]),
                                                    profile=get_profile("lite")))
             for node in g.nodes:
@@ -300,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.shapes:
             print_models(results)
             print_layers(results)
+            print_int4(results)
         rows = []
         if not args.no_layers:
             for key in keys:

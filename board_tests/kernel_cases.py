@@ -46,12 +46,14 @@ from cuvil_sdk.passes import optimize  # noqa: E402
 from cuvil_sdk.request import CompileRequest  # noqa: E402
 from cuvil_sdk.profiles import get_profile  # noqa: E402
 from cuvil_sdk.quant.calibrate import calibrate  # noqa: E402
+from cuvil_sdk.quant.sensitivity import choose_int4_scales  # noqa: E402
 from cuvil_sdk.quant.quantize import needs_calibration, quantize_graph  # noqa: E402
 from cuvil_sdk.kernels.requant import dequantize  # noqa: E402
 
 OPSET = 14  # HardSwish needs 14; the frontend upgrades anything below 13
 CALIB_SAMPLES = 16
 DEFAULT_RANGE = (-1.0, 2.0)  # asymmetric: non-zero zero points everywhere
+W4_MARK = "w4_"  # the Conv/Gemm layers of a case whose id has it get int4 weights in grids built with int4=True
 
 
 # --- building one case --------------------------------------------------------------------
@@ -1433,6 +1435,66 @@ def mve_pool_channel_tails(b, x):
     return b.op("AveragePool", [m], kernel_shape=[2, 3], pads=[1, 1, 0, 1], count_include_pad=1)
 
 
+
+
+# --- int4 weights (grids built with int4=True: the w4_ cases' Conv/Gemm layers, kernels/int4.py) --
+@case((1, 18, 7, 6))
+def dsp_w4_conv5x3_k270_oc9(b, x):
+    """int4 5 x 3 conv, 18 -> 9 channels: K' = 270, not a multiple of 4 (the nibble stream ends on
+    a pair of zero weights), an odd channel count (the last pair in C), 42 pixels (a tile of 2 or 3)"""
+    return b.conv(x[0], 18, 9, (5, 3), pads=[2, 1, 2, 1])
+
+
+@case((1, 3, 15, 13))
+def dsp_w4_stem_s2(b, x):
+    """int4 3-channel stem, 3 x 3 stride 2 (the "run" layout), 8 x 7 outputs"""
+    return b.conv(x[0], 3, 8, (3, 3), strides=[2, 2], pads=[1, 1, 1, 1])
+
+
+@case((1, 24, 5, 7))
+def dsp_w4_pw_oc13(b, x):
+    """int4 1 x 1, 24 -> 13 (the pointwise GEMM across rows: 35 pixels, a last tile of 3)"""
+    return b.op("Relu", [b.conv(x[0], 24, 13, (1, 1))])
+
+
+@case((1, 7, 5, 5))
+def dsp_w4_conv3x3_tail1(b, x):
+    """int4 3 x 3, 7 -> 6 on 5 x 5: 9 output pixels (a last tile of 1), K' = 3 x 22 = 66"""
+    return b.conv(x[0], 7, 6, (3, 3))
+
+
+@case((1, 37))
+def dsp_w4_fc_k37_n10(b, x):
+    """int4 FC 37 -> 10: K' = 40 (K'/8 odd: the K16 loop entered half way), a partial quad of 2"""
+    return b.gemm(x[0], 37, 10)
+
+
+@case((1, 2100))
+def dsp_w4_fc_k2100(b, x):
+    """int4 FC 2100 -> 5: K' past the column buffer, the row widened on the fly (C)"""
+    return b.gemm(x[0], 2100, 5)
+
+
+@case((1, 12, 8, 9))
+def dsp_w4_dw3x3(b, x):
+    """int4 depthwise 3 x 3: the dw3x3 kernel on 16 x the values as int8 bytes, shifts 4 more"""
+    return b.conv(x[0], 12, 12, (3, 3), group=12, pads=[1, 1, 1, 1])
+
+
+@case((1, 300))
+def dsp_w4_trained_fc(b, x):
+    """int4 FC 300 -> 10 with scales 1e-4..1e3 and a narrow fused clip: shifts from below 29 (the
+    64-bit requantization in C, fastq = 0, on 16 x the sums) to the assembly's"""
+    w = decades(b, 10, 300, -4.0, 3.0)
+    return b.clip(b.op("Gemm", [x[0], b.const(w, "w"), b.const(np.full(10, 0.05, np.float32), "b")], transB=1),
+                  -0.5, 0.5)
+
+
+@case((1, 24, 7, 7))
+def dsp_w4_trained_3x3_big_bias(b, x):
+    """int4 3 x 3 with scales 1e-10..1e-1 (dsp_trained_3x3_big_bias): biases past 2^27 on the tiny
+    channels, so 16 x the sums could leave int32: the int4 values stay int8 bytes (listed)"""
+    return b.op("Relu", [trained_conv(b, x[0], 24, 16, (3, 3), -10.0, -1.0, pads=[1, 1, 1, 1])])
 # --- shape and data movement (ops/movement.py, ops/resize.py) ------------------------------------
 def i64(b: Builder, values) -> str:
     return b.const(np.array(values), "i", np.int64)
@@ -1579,11 +1641,13 @@ HOST_GROUPS: dict[str, list[str]] = {
                  ["relu", "clip_standalone", "leaky_relu", "sigmoid", "hardswish", "tanh"] + ids_with("softmax_")),
     "qdq_ties": ids_with("qdq_"),
     "network": ["network"],
-    "dsp_paths": ids_with("dsp_") + ids_with("mve_"),
+    # the int4 cases run in int4 grids only
+    "dsp_paths": [c for c in ids_with("dsp_") if W4_MARK not in c] + ids_with("mve_"),
     "shape_ops": ids_with("shape_"),
     "seq": ids_with("seq_"),
 }
-assert sorted(c for g in HOST_GROUPS.values() for c in g) == sorted(CASES), "every case is in one host group"
+assert sorted(c for g in HOST_GROUPS.values() for c in g) == sorted(c for c in CASES if W4_MARK not in c), \
+    "every case but the int4 ones is in one host group"
 
 # fp32 builds (profile standard) of a few ops, compared with run_float
 FP32_CASES = ["conv_5x2_asym_pads", "conv_depthwise_mult2", "conv_clip6_fused", "gemm_transb", "matmul_3d",
@@ -1703,24 +1767,37 @@ def dequantized(g: Graph, q_samples: list[dict[str, np.ndarray]]) -> list[dict[s
 
 
 # --- the pipeline, in Python and built ------------------------------------------------------
-def reference_graph(net: Net, board: str, profile: str, precision: str, method: str = "minmax") -> Graph:
-    """The graph the compiler generates code from, by the same stages in Python."""
+
+
+def int4_layers(net: Net) -> list[str]:
+    """The int4 layers of a net (--int4-layers): the Conv and Gemm nodes of its w4_ cases."""
+    return [n.name for n in net.model.graph.node if n.op_type in ("Conv", "Gemm") and W4_MARK in n.name]
+
+
+def reference_graph(net: Net, board: str, profile: str, precision: str, method: str = "minmax",
+                    int4: bool = False) -> Graph:
+    """The graph the compiler generates code from, by the same stages in Python (int4: with the
+    w4_ cases' layers int4, as build(..., int4=True) makes them)."""
     g = load_model(net.path, get_profile(profile), get_board(board), {})
     optimize(g)
     if precision == "int8":
-        observer = None
+        observer, samples = None, None
         if needs_calibration(g):
             samples = load_samples(net.calib, g, "calibration data")
             observer = calibrate(g, samples, len(samples), method)
-        quantize_graph(g, observer)
+        if int4:  # the int4 layers' scale rules, measured as the compiler does
+            choose_int4_scales(g, observer, samples, int4_layers(net))
+        quantize_graph(g, observer, int4=set(int4_layers(net)) if int4 else set())
     return g
 
 
 def build(net: Net, out_dir: Path, board: str, profile: str, precision: str = "int8", method: str = "minmax",
-          jobs: int = 2, weight_layout: str | None = None, arena_region: str | None = None) -> dict:
+          jobs: int = 2, weight_layout: str | None = None, arena_region: str | None = None,
+          int4: bool = False) -> dict:
     req = CompileRequest(model=net.path, board=get_board(board), profile=get_profile(profile), precision=precision,
                          calib=str(net.calib) if precision == "int8" else None, calib_method=method, name=net.name,
-                         weight_layout=weight_layout, arena_region=arena_region)
+                         weight_layout=weight_layout, arena_region=arena_region,
+                         int4_layers=int4_layers(net) if int4 else [])
     return do_build(req, out_dir, jobs)
 
 

@@ -316,13 +316,25 @@ def simd_softmax_rows37(b, x):
     return b.op("Softmax", x, axis=-1)
 
 
+# --- int4 weights: twins of these cases, simd_w4_<rest>, whose conv and fc layers get int4 weights in
+# grids built with int4=True (kernel_cases.int4_layers): 16-channel blocks with an 8-block tail, a 1 x 1
+# with one channel in its last block, 9 taps per kernel row, odd k, rows; the depthwise one stays on
+# its kernel's int8/int16 weights (listed).
+INT4_TWINS = ("simd_conv_c19_oc40", "simd_conv_1x1_oc17", "simd_conv_odd_row_taps", "simd_dw_c40",
+              "simd_gemm_k301_n70", "simd_gemm_rows4")
+for _case in [c for c in CASES if c.id in INT4_TWINS]:
+    _twin = _case.id.replace("simd_", "simd_" + kc.W4_MARK, 1)
+    CASES.append(kc.Case(_twin, _case.inputs, _case.make, _case.ranges, "int4 weights: " + _case.doc))
+    EXPECT[_twin] = EXPECT[_case.id]
+
 GROUPS: dict[str, list[str]] = {
     "conv": [c.id for c in CASES if EXPECT[c.id] == "conv2d" and not c.id.startswith("simd_wide_")],
     "dw_fc": [c.id for c in CASES if EXPECT[c.id] in ("dwconv2d", "fc") and not c.id.startswith("simd_wide_")],
     "pool_add": [c.id for c in CASES if EXPECT[c.id] in ("maxpool", "avgpool", "add", "mul", "softmax")],
     "wide": [c.id for c in CASES if c.id.startswith("simd_wide_")],
 }
-FP32_IDS = [c.id for c in CASES if EXPECT[c.id] in ("conv2d", "dwconv2d", "fc") and c.id != "simd_dw_mult2_s2"]
+FP32_IDS = [c.id for c in CASES if EXPECT[c.id] in ("conv2d", "dwconv2d", "fc") and c.id != "simd_dw_mult2_s2"
+            and kc.W4_MARK not in c.id]
 BY_ID = {c.id: c for c in CASES}
 
 
@@ -335,6 +347,18 @@ def make_net(name: str, ids: list[str]) -> kc.Net:
     finally:
         kc.CASES.clear()
         kc.CASES.update(saved)
+
+
+def expected_kernel(cid: str, kernel_set: str, int4: bool) -> str:
+    """The kernel a case's main layer must get on a set's board ("portable" for the portable
+    boards), in a grid built with int4 (the w4_ cases' conv and fc layers on the int4 kernels;
+    depthwise ones on the depthwise kernel, which reads int8 or int16 weights)."""
+    family = EXPECT[cid]
+    four = int4 and kc.W4_MARK in cid
+    if kernel_set == "portable":
+        base = {"dwconv2d": "conv2d", "fc": "fc"}.get(family, family)
+        return f"{base}_{'s8w4' if four and base in ('conv2d', 'fc') else 's8'}"
+    return f"{family}_{'s8w4' if four and family in ('conv2d', 'fc') else 's8'}_{kernel_set}"
 
 
 def main_layer_kernels(info: dict, net: kc.Net) -> dict[str, str]:

@@ -10,6 +10,10 @@ Each group is one multi-output model built for both boards; the same samples run
 and the int8 outputs are compared with each other and with run_quantized_model. The example
 models (digits, ResNet-8, the FC autoencoder) are compared the same way.
 
+The dsp_w4_ cases have int4 weights (the grid is built with their layers int4: nibble streams
+unpacked in registers, the depthwise and out-of-range ones on int8 bytes, listed); they share the
+firmware of the wide softmax rows, where RAM is left.
+
 The dsp_ cases also carry what trained models produce (kernel_cases.py, "what trained
 models produce"): shifts from 13 to 62, a multiplier within 2^8 of 2^31, biases whose
 worst-case bound passes int32, 1280 channels, rows 112 wide, depthwise multiplier 2, groups,
@@ -43,7 +47,8 @@ DSP, PORTABLE, PROFILE = "cortex-m7", "cortex-m7-portable", "lite"
 TOOLS = ["arm-none-eabi-gcc", "arm-none-eabi-objcopy", "qemu-system-arm", "scons"]
 TEMPLATES = kc.ROOT / "sdk" / "templates" / "cortex_m_dsp"
 WIDE = ["dsp_softmax_wide_rows"]  # its float input alone is 132 KB: a firmware of its own
-GROUPS = {**kc.M7_GROUPS, "dsp_paths": [c for c in kc.ids_with("dsp_") if c not in WIDE], "dsp_wide": WIDE}
+W4 = kc.ids_with("dsp_w4_")  # int4 weights (the grid is built with int4=True): beside it, where RAM is left
+GROUPS = {**kc.M7_GROUPS, "dsp_paths": [c for c in kc.ids_with("dsp_") if c not in WIDE + W4], "dsp_wide": WIDE + W4}
 DSP_KERNELS = {"conv2d_s8_dsp", "conv2d_s8_dsp_dw", "conv2d_s8_dsp_dw3x3", "fc_s8_dsp", "maxpool_s8_dsp",
                "avgpool_s8_dsp", "add_s8_dsp", "softmax_s8_dsp", "transpose_s8_dsp"}
 FLOAT_SAMPLES, INT8_SAMPLES = 3, 3
@@ -143,12 +148,12 @@ def grid(tmp_path_factory):
     def make(group: str) -> Pair:
         folder = tmp_path_factory.mktemp(f"dsp_{group}")
         net = kc.save_net(kc.make_net(f"dsp_{group}", GROUPS[group]), folder)
-        g = kc.reference_graph(net, DSP, PROFILE, "int8")
+        g = kc.reference_graph(net, DSP, PROFILE, "int8", int4=True)  # the dsp_w4_ cases' layers int4
         samples = kc.float_samples(net, FLOAT_SAMPLES, seed=31)
         samples += kc.dequantized(g, kc.int8_samples(g, INT8_SAMPLES, seed=32))
         info, raw = {}, {}
         for board in (DSP, PORTABLE):
-            info[board] = kc.build(net, folder / board, board, PROFILE, "int8")
+            info[board] = kc.build(net, folder / board, board, PROFILE, "int8", int4=True)
             raw[board] = run_samples(get_board(board), info[board], samples, False)["raw"]
         return Pair(net, info, raw, [run_quantized_model(g, s)[0] for s in samples], samples)
     return kc.Lazy(make)
@@ -272,6 +277,33 @@ def test_dw3x3_variants_are_reached(grid):
                  "s1 w8 ring t2", "s2 w8 image t2", "s1 w8 image clamp t2", "s2 w8 image clamp t2",
                  "3px s1 w8 image", "3px s2 w8 image", "3px s1 w8 image clamp", "3px s2 w8 image clamp"):
         assert any(want in v for v in variants), (want, sorted(variants))
+
+
+@pytest.mark.slow
+def test_int4_layers_unpack_in_registers_or_say_why_not(grid):
+    """The dsp_w4_ cases' layers have int4 weights (grids built with int4=True; their outputs are
+    held bit for bit to the reference with the others): the GEMM and FC ones run the nibble
+    streams (variants "w4", packed in flash: half the int8 bytes of the values), the depthwise
+    one the 3x3 kernel on 16 x the values as int8 bytes and the one whose 16 x sums could leave
+    int32 the int8 streams, both listed with their reason in the build information (never silently)."""
+    run = grid("dsp_wide")
+    info = run.info[DSP]
+    layers = {la["name"]: la for la in info["layers"] if kc.W4_MARK in la["name"] and la.get("weight_bits")}
+    assert set(layers) == set(kc.int4_layers(run.net)) == set(info["int4_layers"]) and len(layers) == 9
+    unpacked = {f["layer"]: f for f in info["int4_unpacked"]}
+    for name, la in layers.items():
+        assert la["weight_bits"] == 4 and la["int4_weight_bytes"] == (la["int8_weight_bytes"] + 1) // 2
+        if name.startswith(("dsp_w4_dw3x3_", "dsp_w4_trained_3x3_big_bias_")):
+            assert la["weight_storage"] == "int8" and name in unpacked, la
+            assert " w8" in la["variant"], la
+        else:
+            assert la["weight_storage"] == "int4" and name not in unpacked and " w4" in la["variant"], la
+    assert "depthwise" in unpacked[next(n for n in unpacked if n.startswith("dsp_w4_dw3x3_"))]["reason"]
+    assert "2^27" in unpacked[next(n for n in unpacked if n.startswith("dsp_w4_trained_3x3"))]["reason"]
+    assert {la["variant"] for la in layers.values()} >= {"4x2 w4", "4x2 w4 run", "1x4 w4 pairs", "1x4 w4 pairs rq64",
+                                                        "1x4 w4 pairs wide-k"}
+    portable = {la["name"]: la["kernel"] for la in run.info[PORTABLE]["layers"] if la["name"] in layers}
+    assert set(portable.values()) == {"conv2d_s8w4", "fc_s8w4"}  # the portable kernels read the nibbles too
 
 
 @pytest.mark.slow

@@ -43,6 +43,8 @@ PARAMS = [pytest.param(board, group, cid, id=f"{board}-{cid}") for group, ids in
 
 
 def build_group(folder: Path, board: str, group: str, ids: list[str], precision: str = "int8"):
+    """The group's net built for the board (the simd_w4_ twins as int8 layers here: their int4
+    kernels run in test_x86_variants.py's grid, every x86 variant, and on rpi5)."""
     net = kc.save_net(sc.make_net(f"s_{group}", ids), folder)
     g = kc.reference_graph(net, board, PROFILE, precision)
     info = kc.build(net, folder / "out", board, PROFILE, precision)
@@ -85,8 +87,7 @@ def test_avx2_kernels_are_selected(int8_group, group):
         net, info, *_ = int8_group(board, group)
         chosen = sc.main_layer_kernels(info, net)
         for cid in sc.GROUPS[group]:
-            family = sc.EXPECT[cid]
-            want = f"{family}_s8_avx2" if board == "host" else {"dwconv2d": "conv2d", "fc": "fc"}.get(family, family) + "_s8"
+            want = sc.expected_kernel(cid, "avx2" if board == "host" else "portable", int4=False)
             assert chosen[cid] == want, f"{board} {cid}: layer kernel {chosen[cid]}, expected {want}"
 
 

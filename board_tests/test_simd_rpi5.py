@@ -70,11 +70,12 @@ def make_net(group: str) -> kc.Net:
     return sc.make_net(f"r_{group}", ids) if group.startswith("simd_") else kc.make_net(f"r_{group}", ids)
 
 
-def build_and_run(folder: Path, group: str, board: Board) -> Run:
+def build_and_run(folder: Path, group: str, board: Board, int4: bool = True) -> Run:
+    """int4: the w4_ cases' layers int4 (the neon int4 kernels)."""
     net = kc.save_net(make_net(group), folder)
-    g = kc.reference_graph(net, BOARD, PROFILE, "int8")
+    g = kc.reference_graph(net, BOARD, PROFILE, "int8", int4=int4)
     req = CompileRequest(model=net.path, board=board, profile=get_profile(PROFILE), precision="int8",
-                         calib=str(net.calib), name=net.name)
+                         calib=str(net.calib), name=net.name, int4_layers=kc.int4_layers(net) if int4 else [])
     info = do_build(req, folder / "out", 2)
     kc.check_io_contract(info, g, int8=True)
     samples = kc.float_samples(net, FLOAT_SAMPLES, seed=31)
@@ -108,17 +109,18 @@ def test_neon_int8_bit_exact(rpi5_group, group, cid):
 
 @pytest.mark.parametrize("group", list(sc.GROUPS))
 def test_neon_kernels_are_selected_and_equal_host(rpi5_group, tmp_path_factory, group):
-    """Each SIMD case's layer runs its neon kernel; the host (avx2) library gives the same
-    int8 outputs for the same inputs."""
+    """Each SIMD case's layer runs its neon kernel (int4 cases: the int4 one); the host (avx2)
+    library gives the same int8 outputs for the same inputs (the int8 cases: the int4 twins
+    equal the reference here, and on host in test_x86_variants.py)."""
     run = rpi5_group(f"simd_{group}")
     chosen = sc.main_layer_kernels(run.info, run.net)
     for cid in sc.GROUPS[group]:
-        assert chosen[cid] == f"{sc.EXPECT[cid]}_s8_neon", f"{cid}: {chosen[cid]}"
+        assert chosen[cid] == sc.expected_kernel(cid, "neon", int4=True), f"{cid}: {chosen[cid]}"
     host = kc.build(run.net, tmp_path_factory.mktemp(f"host_{group}") / "out", "host", PROFILE, "int8")
     with runtime.load(host["artifacts"]["so"]) as model:
         for i, s in enumerate(run.samples):
             ours = model.run(s)  # quantize, int8 layers, dequantize: in C on both sides
-            for cid in sc.GROUPS[group]:
+            for cid in [c for c in sc.GROUPS[group] if kc.W4_MARK not in c]:
                 for y in run.net.outputs[cid]:
                     theirs = run.outputs[i][y].reshape(ours[y].shape)
                     assert np.array_equal(ours[y], theirs), f"{cid}: host and rpi5 differ on sample {i}"
@@ -129,7 +131,7 @@ def test_neon_kernels_are_selected_and_equal_host(rpi5_group, tmp_path_factory, 
 def test_neon_without_dotprod_bit_exact(tmp_path_factory, group):
     """The same layers built for armv8-a (SDOT replaced by widening multiplies) are bit-exact too."""
     board = no_dotprod_board()
-    run = build_and_run(tmp_path_factory.mktemp(f"armv8a_{group}"), group, board)
+    run = build_and_run(tmp_path_factory.mktemp(f"armv8a_{group}"), group, board, int4=False)
     source = (Path(run.info["out_dir"]) / "build.json").read_text()
     assert "-march=armv8-a" in source and "cortex-a76" not in source
     assert any(l["kernel"].endswith("_neon") for l in run.info["layers"])

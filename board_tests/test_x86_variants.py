@@ -53,9 +53,13 @@ GRID_IDS = ["simd_conv_c19_oc40", "simd_conv_1x1_oc17", "simd_conv_odd_row_taps"
             "simd_conv_bands", "simd_conv_grouped4", "simd_qdq_conv_shift31", "simd_qdq_conv_shift62_wide",
             "simd_gemm_k301_n70", "simd_gemm_k8_n5", "simd_gemm_rows4", "simd_qdq_gemm_shift62_wide",
             "simd_qdq_gemm_mult_near_2_31", "simd_dw_c40", "simd_dw_5x5_s2", "simd_dw_2x2_asym", "simd_dw_bands",
-            "simd_dw_mult2_s2", "simd_dw_dilated", "simd_qdq_dw_shift62_wide"]
+            "simd_dw_mult2_s2", "simd_dw_dilated", "simd_qdq_dw_shift62_wide",
+            # int4 weights (the grid is built with int4=True): the variants' quads built from nibbles
+            "simd_w4_conv_c19_oc40", "simd_w4_conv_1x1_oc17", "simd_w4_conv_odd_row_taps", "simd_w4_gemm_k301_n70",
+            "simd_w4_gemm_rows4"]
 SAMPLES = 3
-PART_FUNCTIONS = ["conv2d_s8_avx2_part", "dwconv2d_s8_avx2_part", "fc_s8_avx2_part"]
+PART_FUNCTIONS = ["conv2d_s8_avx2_part", "dwconv2d_s8_avx2_part", "fc_s8_avx2_part", "conv2d_s8w4_avx2_part",
+                  "fc_s8w4_avx2_part"]
 pytestmark = pytest.mark.slow  # two builds of the grid and one of ResNet-8 (about 30 s of CPU in all)
 
 
@@ -98,8 +102,8 @@ def copy_library(lib: Path, folder: Path) -> Path:
 def grid(tmp_path_factory):
     folder = tmp_path_factory.mktemp("x86_grid")
     net = kc.save_net(sc.make_net("x86_grid", GRID_IDS), folder)
-    g = kc.reference_graph(net, "host", "standard", "int8")
-    info = kc.build(net, folder / "out", "host", "standard")
+    g = kc.reference_graph(net, "host", "standard", "int8", int4=True)
+    info = kc.build(net, folder / "out", "host", "standard", int4=True)
     samples = kc.int8_samples(g, SAMPLES, seed=31)
     return {"net": net, "info": info, "samples": samples, "want": [run_int(g, s) for s in samples],
             "emulated": emulated_library(info, folder / "emulated")}
@@ -122,10 +126,11 @@ def assert_grid_matches(grid: dict, got: list[dict], what: str) -> None:
 
 
 def test_grid_layers_run_the_x86_kernels(grid):
-    """Every grid case's layer got its avx2-set kernel (the one carrying the variants)."""
+    """Every grid case's layer got its avx2-set kernel (the one carrying the variants; int4 cases
+    the int4 one)."""
     chosen = sc.main_layer_kernels(grid["info"], grid["net"])
     for cid in GRID_IDS:
-        assert chosen[cid] == f"{sc.EXPECT[cid]}_s8_avx2", f"{cid}: {chosen[cid]}"
+        assert chosen[cid] == sc.expected_kernel(cid, "avx2", int4=True), f"{cid}: {chosen[cid]}"
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -29,6 +29,7 @@ class BuildInfo(TypedDict, total=False):
     layers: list[dict[str, Any]]  # one row per layer: op, kernel, MACs, weights, arena offset
     sources: list[str]  # the C files the build compiles, relative to the output folder
     fallbacks: list[dict[str, str]]  # layers left to the portable kernels, and why
+    int4_unpacked: list[dict[str, str]]  # int4 layers whose kernel stores the values as int8 bytes, and why
     plugin_kernels: list[dict[str, str]]  # layers whose kernel a plugin provides
     cuda: dict[str, Any]  # CUDA boards: the device code's architectures, launches and bytes
     # the compiler (sdk/compiler.py)
@@ -37,6 +38,10 @@ class BuildInfo(TypedDict, total=False):
     weight_layout: str  # int8 or int16 weights in flash (cortex_m_dsp)
     float_layers: list[str]  # layers kept in float (int8 builds)
     int16_layers: list[str]  # layers built 16x8 (int8 builds)
+    weight_bits: str  # --weight-bits: 8, 4 or auto; "layers" (--int4-layers named them), "qdq" (the model's INT4 weights)
+    int4_layers: list[str]  # layers with int4 weights (int8 builds)
+    int8_weight_layers: list[dict[str, str]]  # --weight-bits 4/auto: layers that cannot have int4 weights, and why
+    weight_values: dict[str, Any]  # weight value bytes as int8, as int4 and as stored, in all and per layer
     arena: list[dict[str, Any]]  # the planned buffers: tensor, offset, bytes
     tiling: dict[str, Any]  # --arena-budget met by row bands (planner/budget.py): region, bands, recompute
     # the build's memory report (sdk/commands.py, sdk/build_report.py)

@@ -45,6 +45,13 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
                         "float model on the calibration data")
     p.add_argument("--int16-layers", metavar="NAME,...", help="layers (Conv/Gemm/MatMul node names) to build "
                    "as 16x8: int16 activations, int8 weights")
+    p.add_argument("--weight-bits", choices=["4", "8", "auto"],
+                   help="int8 builds: the bits of the Conv/Gemm/MatMul weights (int8 activations either way): 8 "
+                        "(default), 4 (symmetric per-channel int4 packed two per byte: about half the weight bytes), "
+                        "or auto (int4 where the model keeps its cosine similarity to the float model on the "
+                        "calibration data at --accuracy-target, else within 0.01 of the int8 model's)")
+    p.add_argument("--int4-layers", metavar="NAME,...", help="layers (Conv/Gemm/MatMul node names) with int4 "
+                   "weights, the others int8 (e.g. what --weight-bits auto chose)")
     p.add_argument("--input-shape", action="append", metavar="NAME=1x3x32x32", help="fix a dynamic input shape")
     # no argparse default: an option left unset must not override cuvil.toml's input-layout
     p.add_argument("--input-layout", choices=["nchw", "nhwc"],
@@ -201,6 +208,11 @@ def human_build(info: dict) -> str:
     from .reports.report import memory_summary  # the report module loads jinja2: only when a build reports
     lines = [f"built {info['name']} for {info['board']} ({info['precision']}, profile {info['profile']})"]
     lines.append("  " + "; ".join(memory_text(row) for row in memory_summary(info)["rows"]))
+    values = info.get("weight_values")
+    if values:  # --weight-bits builds: the weight values as stored against int8 and int4
+        lines.append(f"  weights (values) {values['stored_bytes']} B as stored, {values['int8_bytes']} B as int8, "
+                     f"{values['int4_bytes']} B as int4 (--weight-bits {info['weight_bits']}: "
+                     f"{len(info.get('int4_layers', []))} int4 layer(s))")
     for kind, path in sorted(info.get("artifacts", {}).items()):
         lines.append(f"  {kind:4} {path}")
     return "\n".join(lines)
@@ -338,7 +350,8 @@ def command_of(args: argparse.Namespace, command: str | None = None) -> Command:
     return Command(command=command or args.command, board=getattr(args, "board", None),
                    model=getattr(args, "model", None), precision=getattr(args, "precision", None),
                    accuracy_target=getattr(args, "accuracy_target", None),
-                   int16_layers=getattr(args, "int16_layers", None), run=bool(getattr(args, "run", False)),
+                   int16_layers=getattr(args, "int16_layers", None), weight_bits=getattr(args, "weight_bits", None),
+                   int4_layers=getattr(args, "int4_layers", None), run=bool(getattr(args, "run", False)),
                    remote=bool(getattr(args, "port", None) or getattr(args, "place", None)),
                    per_layer=bool(getattr(args, "per_layer", False)), output=getattr(args, "output", None),
                    misplaced_output=getattr(args, "misplaced_output", None), out_dir=getattr(args, "out_dir", None))

@@ -27,7 +27,8 @@ from .plugins import load_plugins
 from .quant.calibrate import calibrate
 from .quant.half import to_half
 from .quant.quantize import needs_calibration, quantize_graph
-from .quant.sensitivity import choose_layers
+from .quant.sensitivity import choose_int4, choose_int4_scales, choose_layers
+from .quant.weight_bits import WEIGHT_BITS, int4_candidates, mark_int4, report_auto, staying_int8
 from .request import CompileRequest
 
 RANDOM_CALIB_SAMPLES = 32
@@ -109,8 +110,54 @@ def quantize(g: Graph, req: CompileRequest) -> dict[str, list[str]]:
         (float_layers if mode == "float" else int16_layers).extend(chosen)
     if int16_layers and observer is None:
         raise UsageError("int16 layers need calibration data (--calib) for their int16 scales")
-    quantize_graph(g, observer, set(float_layers), set(int16_layers))
-    return {"float_layers": float_layers, "int16_layers": sorted(set(int16_layers))}
+    int4_layers = choose_weight_bits(g, req, observer, samples, set(float_layers), set(int16_layers))
+    quantize_graph(g, observer, set(float_layers), set(int16_layers), set(int4_layers))
+    chosen = {"float_layers": float_layers, "int16_layers": sorted(set(int16_layers))}
+    int4_layers = [n.name for n in g.nodes if n.weight_bits == 4]  # INT4 QDQ weights included
+    if req.weight_bits is not None or int4_layers:  # a build that says nothing of weight bits keeps its manifest
+        mode = weight_bits_mode(req) if req.weight_bits or req.int4_layers else "qdq"  # else the model's INT4 weights
+        chosen.update({"weight_bits": mode, "int4_layers": int4_layers,
+                       "int8_weight_layers": staying_int8(g) if weight_bits_mode(req) in ("4", "auto") else []})
+    return chosen
+
+
+def weight_bits_mode(req: CompileRequest) -> str:
+    """8, 4 or auto (--weight-bits), or "layers" (--int4-layers names them)."""
+    return "layers" if req.int4_layers else req.weight_bits or "8"
+
+
+def choose_weight_bits(g: Graph, req: CompileRequest, observer, samples, float_layers: set[str],
+                       int16_layers: set[str]) -> list[str]:
+    """The layers with int4 weights: those --int4-layers names, every one that can (--weight-bits 4),
+    those auto keeps within the accuracy target (quant/sensitivity.py, choose_int4), or none. Layers
+    kept in float or 16x8 keep their int8 weights."""
+    if req.int4_layers and req.weight_bits is not None:
+        raise UsageError(f"--int4-layers names the int4 layers itself: not with --weight-bits {req.weight_bits}")
+    if req.int4_layers:
+        names = list(dict.fromkeys(req.int4_layers))
+        mark_int4(copy.deepcopy(g), set(names))  # a name that is no int4 layer: refused before any measuring
+        choose_int4_scales(g, observer, samples, names, float_layers, int16_layers)
+        return names
+    mode = weight_bits_mode(req)
+    if mode == "8":
+        return []
+    probe = copy.deepcopy(g)
+    for node in probe.nodes:  # what can be int4 once the float and 16x8 layers are set apart
+        if node.name in float_layers | int16_layers:
+            node.precision = "fp32" if node.name in float_layers else "int16"
+    # each layer's scale rule (max|w| / 7 or clipped), measured with every candidate int4
+    choose_int4_scales(g, observer, samples, int4_candidates(probe), float_layers, int16_layers)
+    if mode == "4":
+        return int4_candidates(probe)
+    if mode == "auto":
+        if observer is None:
+            raise UsageError("--weight-bits auto needs calibration data (--calib) to measure each layer's "
+                             "sensitivity on")
+        chosen, reached, base, goal = choose_int4(copy.deepcopy(g), observer, samples, req.accuracy_target,
+                                                  float_layers, int16_layers)
+        report_auto(chosen, len(int4_candidates(probe)), reached, base, goal)
+        return chosen
+    raise UsageError(f"--weight-bits {mode}: expected 4, 8 or auto")
 
 
 def higher_precision_layers(g: Graph, req: CompileRequest, observer, samples, mode: str) -> list[str]:
@@ -155,6 +202,7 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
     # placement options are checked before the long work (frontend, calibration)
     placement = choose_placement(req.board, req.weights, req.weights_region)
     arena_region = arena_region_of(req.board, req.arena_region)
+    check_weight_bits(req, precision)
     if req.weights_file and placement.placement != "file":
         raise UsageError("--weights-file needs a --weights file build")
     g = frontend_and_passes(req)
@@ -162,7 +210,8 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
     if precision == "fp16":
         precision_layers["float_layers"] = to_half(g)
     options = CodegenOptions(precision=precision, threads=threads, debug_dump=req.debug_dump,
-                             weight_layout=weight_layout_of(req), weights=placement, arena_region=arena_region)
+                             weight_layout=weight_layout_of(req), weights=placement, arena_region=arena_region,
+                             weight_bits_rows="weight_bits" in precision_layers)
     selections = {}
 
     def planned(graph: Graph, search: int = 0) -> ArenaPlan:
@@ -178,6 +227,8 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
     if req.weights_file:  # run/validate load this file instead of the one built beside the library
         info["weights"]["path"] = str(Path(req.weights_file).resolve())
     info.update(precision_layers)
+    if "weight_bits" in info:
+        info["weight_values"] = weight_values(info["layers"])
     info["arena"] = plan.buffers
     if tiling is not None:
         info["tiling"] = tiling.as_dict()
@@ -185,6 +236,7 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
             f"{tiling.untiled_arena} B), {tiling.macs - tiling.whole_macs} multiply-adds computed again "
             f"({(tiling.macs - tiling.whole_macs) / max(1, tiling.whole_macs):.1%} of those layers)")
     report_fallbacks(info["fallbacks"])
+    report_weight_notes(info)
     return info
 
 
@@ -202,6 +254,38 @@ def arena_budget_of(req: CompileRequest, arena_region: str | None) -> int | None
         return None
     ram = req.board.get("memory.ram_bytes")
     return int(ram) - int(req.board.get("memory.stack_bytes", 0)) if ram else None
+
+
+def report_weight_notes(info: dict) -> None:
+    """One line on stderr per layer that keeps int8 weights under --weight-bits 4/auto because it
+    cannot have int4 ones, and per int4 layer whose kernel stores the values unpacked."""
+    for f in info.get("int8_weight_layers", []):
+        print(f"cuvil-sdk: note: layer '{f['layer']}' ({f['op']}) keeps int8 weights: {f['reason']}", file=sys.stderr)
+    for f in info.get("int4_unpacked", []):
+        print(f"cuvil-sdk: note: layer '{f['layer']}' ({f['op']}) has int4 weights stored as int8 bytes by "
+              f"{f['kernel']}: {f['reason']}", file=sys.stderr)
+
+
+def weight_values(layers: list[dict]) -> dict:
+    """The weighted layers' weight values (biases and requantization constants apart) in bytes: as
+    int8 (one each), as int4 (two per byte) and as this build stores them (an int4 layer packed,
+    unless its kernel keeps int8 bytes), in all and per layer (build --json, report.json)."""
+    rows = [{"layer": layer["name"], "op": layer["op"], "bits": layer["weight_bits"], "storage": layer["weight_storage"],
+             "int8_bytes": layer["int8_weight_bytes"], "int4_bytes": layer["int4_weight_bytes"]}
+            for layer in layers if layer.get("weight_bits")]
+    int8 = sum(r["int8_bytes"] for r in rows)
+    stored = sum(r["int4_bytes" if r["storage"] == "int4" else "int8_bytes"] for r in rows)
+    return {"int8_bytes": int8, "int4_bytes": sum(r["int4_bytes"] for r in rows), "stored_bytes": stored,
+            "stored_vs_int8": round(stored / int8, 3) if int8 else None, "layers": rows}
+
+
+def check_weight_bits(req: CompileRequest, precision: str) -> None:
+    """--weight-bits / --int4-layers: int8 builds only (float builds have no integer weights)."""
+    if req.weight_bits is not None and req.weight_bits not in WEIGHT_BITS:
+        raise UsageError(f"--weight-bits {req.weight_bits}: expected 4, 8 or auto")
+    for option, value in (("--weight-bits", req.weight_bits), ("--int4-layers", req.int4_layers)):
+        if value and precision != "int8":
+            raise UsageError(f"{option} applies to int8 builds, not --precision {precision}")
 
 
 def report_fallbacks(fallbacks: list[dict]) -> None:

@@ -44,6 +44,8 @@ class Command:
     precision: str | None = None
     accuracy_target: float | None = None
     int16_layers: str | list[str] | None = None
+    weight_bits: str | int | None = None
+    int4_layers: str | list[str] | None = None
     run: bool = False  # build --run: the bundled example's accuracy
     remote: bool = False  # --port or --place
     per_layer: bool = False  # validate --per-layer
@@ -99,20 +101,24 @@ def check_misplaced_output(cmd: Command) -> None:
                          f"outputs file of `cuvil-sdk run`")
 
 
-def check_precision_options(precision: str | None, accuracy_target: float | None, int16_layers: object) -> None:
-    """--accuracy-target and --int16-layers change int8 builds only; with another precision
-    they would be silently ignored."""
+def check_precision_options(precision: str | None, accuracy_target: float | None, int16_layers: object,
+                            weight_bits: object = None, int4_layers: object = None) -> None:
+    """--accuracy-target, --int16-layers, --weight-bits and --int4-layers change int8 builds only;
+    with another precision they would be silently ignored (float builds have no integer weights)."""
+    if int4_layers and weight_bits is not None:
+        raise UsageError(f"--int4-layers names the int4 layers itself: not with --weight-bits {weight_bits}")
     if precision in (None, "int8"):
         return
-    for option, value in (("--accuracy-target", accuracy_target), ("--int16-layers", int16_layers)):
-        if value:
+    for option, value in (("--accuracy-target", accuracy_target), ("--int16-layers", int16_layers),
+                          ("--weight-bits", weight_bits), ("--int4-layers", int4_layers)):
+        if value is not None and value != [] and value != "":
             raise UsageError(f"{option} applies to int8 builds, not --precision {precision}")
 
 
 def check_request(req: CompileRequest) -> None:
     """The one check of a build request before its model is read (the Python API's and, through
     check_command, the command line's)."""
-    check_precision_options(req.precision, req.accuracy_target, req.int16_layers)
+    check_precision_options(req.precision, req.accuracy_target, req.int16_layers, req.weight_bits, req.int4_layers)
     check_out_dir(None if req.out_dir is None else str(req.out_dir))
 
 
@@ -122,7 +128,7 @@ def check_command(cmd: Command) -> None:
     if cmd.command not in ("compile", "build", "run", "validate"):
         return
     board = get_board(cmd.board)
-    check_precision_options(cmd.precision, cmd.accuracy_target, cmd.int16_layers)
+    check_precision_options(cmd.precision, cmd.accuracy_target, cmd.int16_layers, cmd.weight_bits, cmd.int4_layers)
     check_out_dir(cmd.out_dir)
     if cmd.command == "build" and cmd.run:
         if cmd.model:

@@ -38,7 +38,8 @@ class Key:
 
     name: str
     dest: str
-    kind: str  # "string", "number", "integer", "boolean", "strings" (a list; a string is one item), "list" (a
+    kind: str  # "string", "word" (a string or an integer, kept as a string), "number", "integer", "boolean",
+    # "strings" (a list; a string is one item), "list" (a
     # comma list as a string or a list of strings, kept as the option's comma string)
     path: bool = False  # a file, relative to the project file
     project_only: bool = False  # not in [[models]]: one value for the whole project
@@ -58,6 +59,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("name", "name", "string", help="C symbol prefix (default: the model file's name)"),
     Key("accuracy-target", "accuracy_target", "number", help="cosine to reach with some layers in higher precision"),
     Key("int16-layers", "int16_layers", "list", help="layers built as 16x8"),
+    Key("weight-bits", "weight_bits", "word", help="int8 builds: 8 (default), 4 or auto: the bits of the weights"),
+    Key("int4-layers", "int4_layers", "list", help="layers with int4 weights (the others int8)"),
     Key("input-shape", "input_shape", "strings", help="fix dynamic inputs: [\"x=1x3x32x32\"]"),
     Key("threads", "threads", "integer", default=1, help="standard profile, Linux boards: threads per call"),
     Key("input-layout", "input_layout", "string", default="nchw", help="nchw, or nhwc: channels-last input data"),
@@ -91,6 +94,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
 )}
 MODELS = "models"
 KIND_TEXT = {"string": "a string", "number": "a number", "integer": "an integer", "boolean": "true or false",
+             "word": "a string or an integer",
              "strings": "a string or a list of strings", "list": "a string or a list of strings"}
 TOML_TYPE = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "a list",
              dict: "a table"}
@@ -162,6 +166,10 @@ class Reader:
             if not isinstance(value, str):
                 raise wrong()
             return self.resolve(key, value)
+        if key.kind == "word":  # weight-bits = 4 or "auto": kept as the command line's string
+            if isinstance(value, bool) or not isinstance(value, (str, int)):
+                raise wrong()
+            return str(value)
         if key.kind == "boolean":
             if not isinstance(value, bool):
                 raise wrong()
@@ -366,6 +374,8 @@ calib = "calib.npy"          # calibration samples (.npy/.npz), or "random" (not
 # input-shape = ["input=1x3x32x32"]     # fix dynamic input dimensions
 # accuracy-target = 0.99     # keep the layers that hurt most in higher precision
 # int16-layers = ["conv1"]   # layers built with int16 activations
+# weight-bits = 4            # int4 weights, two per byte (8: the default; "auto": int4 where the accuracy holds)
+# int4-layers = ["conv2"]    # or name the layers with int4 weights (the others int8)
 # input = "x.npy"            # `cuvil-sdk run`: the input samples ...
 # output = "y.npz"           # ... and the outputs file it writes
 # data = "test.npz"          # `cuvil-sdk validate`: inputs x and labels y

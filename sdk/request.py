@@ -22,7 +22,8 @@ from .profiles import Profile, get_profile
 Calib = Union[str, np.ndarray, dict[str, np.ndarray], None]
 
 # The options a request takes by keyword, with the CLI's names (underscores for dashes).
-OPTIONS = ("precision", "calib", "calib_method", "name", "accuracy_target", "int16_layers", "input_shape",
+OPTIONS = ("precision", "calib", "calib_method", "name", "accuracy_target", "int16_layers", "weight_bits",
+           "int4_layers", "input_shape",
            "threads", "plugins", "out_dir", "jobs", "input_layout", "weight_layout", "weights", "weights_region",
            "arena_region", "arena_budget")
 
@@ -41,6 +42,8 @@ class CompileRequest:
     threads: int = 1  # standard profile, Linux boards: large layers split over this many threads
     accuracy_target: float | None = None  # minimum cosine vs float: keep worst layers in higher precision
     int16_layers: list[str] = field(default_factory=list)  # 16x8 layers named by the user
+    weight_bits: str | None = None  # --weight-bits 8|4|auto (int8 builds); None: 8, or --int4-layers
+    int4_layers: list[str] = field(default_factory=list)  # layers with int4 weights named by the user
     debug_dump: bool = False  # a debug build that hands every layer's output to <name>_debug_dump
     plugins: list[str] = field(default_factory=list)  # plugin files or modules (sdk/plugins.py)
     weight_layout: str | None = None  # --weight-layout; None: the board's `weight_layout` (default "int8")
@@ -93,6 +96,17 @@ def byte_count(value: Any, option: str) -> int | None:
     return int(value)
 
 
+def weight_bits_option(value: Any) -> str | None:
+    """--weight-bits as the request keeps it: "8", "4" or "auto" (the API and cuvil.toml may give
+    the numbers as integers); None when not given."""
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if isinstance(value, bool) or text not in ("8", "4", "auto"):
+        raise UsageError(f"weight bits {value!r}: expected 4, 8 or auto")
+    return text
+
+
 def default(value: Any, otherwise: Any) -> Any:
     return otherwise if value is None else value
 
@@ -125,7 +139,8 @@ def new_request(model: str | Path, *, board: str, profile: str | None = None, pr
         precision=options.get("precision"), calib=calib, calib_method=options.get("calib_method") or "minmax",
         name=options.get("name"), input_shapes=parse_input_shapes(input_shape_specs(options.get("input_shape"))),
         progress=progress, threads=default(options.get("threads"), 1), accuracy_target=options.get("accuracy_target"),
-        int16_layers=name_list(options.get("int16_layers")), debug_dump=debug_dump, plugins=plugins,
+        int16_layers=name_list(options.get("int16_layers")), weight_bits=weight_bits_option(options.get("weight_bits")),
+        int4_layers=name_list(options.get("int4_layers")), debug_dump=debug_dump, plugins=plugins,
         weight_layout=options.get("weight_layout"), input_layout=options.get("input_layout") or "nchw",
         weights=options.get("weights"), weights_region=options.get("weights_region"),
         arena_region=options.get("arena_region"), arena_budget=byte_count(options.get("arena_budget"), "--arena-budget"), weights_file=weights_file,

@@ -126,7 +126,9 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
         shutil.copy(TEMPLATES / "common" / "cuvil_pool.h", src / "cuvil_pool.h")
     for header in context["kernel_headers"]:
         kernel_set, file_name = header.split("/")
-        (src / "kernels" / file_name).write_text(kernel_source(kernel_set, Path(file_name).stem))
+        stem = Path(file_name).stem
+        (src / "kernels" / file_name).write_text(kernel_source(kernel_set, stem, lowered.kernel_features.get(stem,
+                                                                                                          frozenset())))
         for shared in (TEMPLATES / kernel_set).glob("cuvil_*.h"):  # the set's shared helpers
             shutil.copy(shared, src / "kernels" / shared.name)
     weight_bytes = sum(w.nbytes for w in lowered.weights)
@@ -138,6 +140,8 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
             sources.append(f"src/{prefix}_debug.c")
     info.update({"weight_bytes": weight_bytes, "layers": lowered.layers, "sources": sources,
                  "fallbacks": [f.as_dict() for f in lowered.fallbacks], "plugin_kernels": lowered.plugin_kernels})
+    if lowered.int4_unpacked:  # only where there are int4 layers (other manifests stay as they were)
+        info["int4_unpacked"] = [f.as_dict() for f in lowered.int4_unpacked]
     for set_name in board.kernels:  # the accelerator sets the board lists: their own project output
         if set_name in SET_OUTPUTS:
             info.update(SET_OUTPUTS[set_name](g, plan, board, options, prefix, out_dir, info))

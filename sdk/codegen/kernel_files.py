@@ -48,6 +48,9 @@ def plugin_provider(kernel_set: str, name: str) -> str | None:
 VARIANTS: dict[str, dict[str, object]] = {
     "s8": {"name": "s8", "t": "int8_t", "w": "int8_t", "bias": "int32_t", "acc": "int32_t", "quant": True,
            "wide": False, "what": "int8", "lowest": "-128"},
+    # int4 weights packed two per byte (kernels/int4.py), int8 activations: the s8 rule
+    "s8w4": {"name": "s8w4", "t": "int8_t", "w": "uint8_t", "bias": "int32_t", "acc": "int32_t", "quant": True,
+             "wide": False, "w4": True, "what": "int8 (int4 weights, two per byte)", "lowest": "-128"},
     "s16": {"name": "s16", "t": "int16_t", "w": "int8_t", "bias": "int64_t", "acc": "int64_t", "quant": True,
             "wide": True, "what": "16x8 (int16 activations, int8 weights, int64 accumulator)", "lowest": "-32768"},
     "f32": {"name": "f32", "t": "float", "w": "float", "bias": "float", "acc": "float", "quant": False,
@@ -88,22 +91,46 @@ def family_of(kernel_set: str, name: str) -> tuple[str, str] | None:
     return None
 
 
-def kernel_source(kernel_set: str, name: str) -> str:
-    """The C (or CUDA) source that defines kernel `name` of `kernel_set`."""
+# Kernel features (KernelCall.features) a template renders, each a flag of the template: a kernel's
+# source carries a feature's code only in builds whose calls need it (the others get it as before).
+# conv2d_s8_dsp and fc_s8_dsp: w4, the int4 (nibble) paths; int8, the int8/int16 weight paths, which a
+# build whose calls are all int4 leaves out (a template renders them when neither feature is asked).
+FEATURES = ("w4", "int8")
+
+
+def kernel_source(kernel_set: str, name: str, features: frozenset[str] = frozenset()) -> str:
+    """The C (or CUDA) source that defines kernel `name` of `kernel_set`, with the features the
+    model's calls of it need (KernelCall.features)."""
     if (kernel_set, name) in PLUGIN_SOURCES:
         return PLUGIN_SOURCES[kernel_set, name].text()
     own = TEMPLATES / kernel_set / f"{name}{extension(kernel_set)}"
+    unknown = sorted(set(features) - set(FEATURES))
+    if unknown or (features and not own.with_name(own.name + ".j2").is_file()):
+        raise KernelInterfaceError(f"kernel {name} of set {kernel_set} has no feature {', '.join(sorted(features))}")
     if own.is_file():
         return own.read_text()
     if own.with_name(own.name + ".j2").is_file():  # a kernel on the shared SIMD driver (simd/driver.j2)
         template = f"{kernel_set}/{own.name}.j2"
-        return environment().get_template(template).render(kernel=name, decl=declarations(kernel_set)[name])
+        flags = {f: f in features for f in FEATURES}
+        return environment().get_template(template).render(kernel=name, decl=declarations(kernel_set)[name], **flags)
+    twin = int4_twin(kernel_set, name)
+    if twin:  # a SIMD kernel on int4 weights: its int8 template with w4 (templates/simd/int4.j2)
+        return environment().get_template(twin).render(kernel=name, decl=declarations(kernel_set)[name], w4=True)
     family = family_of(kernel_set, name)
     if family is None:
         raise KernelInterfaceError(f"kernel {name} of set {kernel_set} has no source "
                                    f"({own.name} or a family template)")
     template, variant = family
     return environment().get_template(template).render(kernel=name, v=VARIANTS[variant])
+
+
+def int4_twin(kernel_set: str, name: str) -> str | None:
+    """The int8 template that renders the int4-weight kernel `name` (<family>_s8w4_<set>: the
+    <family>_s8_<set> template with w4), or None."""
+    if "_s8w4_" not in name:
+        return None
+    template = f"{kernel_set}/{name.replace('_s8w4_', '_s8_')}{extension(kernel_set)}.j2"
+    return template if (TEMPLATES / template).is_file() else None
 
 
 def kernels_with_sources(kernel_set: str) -> list[str]:
@@ -117,4 +144,5 @@ def kernels_with_sources(kernel_set: str) -> list[str]:
             names |= {f"{stem}_{v}" for v in family_variants(template)}
         else:
             names.add(stem)
+    names |= {n for n in declarations(kernel_set) if int4_twin(kernel_set, n)}
     return sorted(names)

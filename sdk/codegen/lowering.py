@@ -48,11 +48,14 @@ class Lowered:
     kernel_files: dict[str, str] = field(default_factory=dict)  # kernel -> "set/kernel.h"
     layers: list[dict] = field(default_factory=list)
     fallbacks: list["Fallback"] = field(default_factory=list)
+    int4_unpacked: list["Fallback"] = field(default_factory=list)  # int4 layers stored as int8 bytes, and why
     plugin_kernels: list[dict] = field(default_factory=list)  # layers whose kernel a plugin provides
     # the kernels' stack arrays, "<KERNEL>_<ARRAY>" -> elements: the most any call of the model
     # needs (KernelCall.stack); the model's .c defines them before including the kernels
     stack_arrays: dict[str, int] = field(default_factory=dict)
     weight_names: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (ctype, dtype, digest) -> name
+    # kernel -> the source features its calls need (KernelCall.features, codegen/kernel_files.py)
+    kernel_features: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def add_stack(self, c: KernelCall) -> None:
         for array, elements in c.stack.items():
@@ -219,6 +222,8 @@ def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: Code
                 out.plugin_kernels.append({"layer": node.name, "op": node.op, "kernel_set": c.decl.kernel_set,
                                            "kernel": c.kernel, "plugin": provider})
             out.kernel_files.setdefault(c.kernel, f"{c.decl.kernel_set}/{c.kernel}.h")
+            if c.features:
+                out.kernel_features[c.kernel] = out.kernel_features.get(c.kernel, frozenset()) | c.features
             out.add_stack(c)
             rendered = [render_arg(c, p, g, plan, out, namer, f"{prefix}_l{index}") for p in c.decl.params]
             out.calls.append(Call(c.kernel, rendered, index, ends_layer=False))
@@ -236,6 +241,12 @@ def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: Code
         # the same weights in the portable layout (int8 for int8 layers), before a kernel set
         # re-laid them out (the Cortex-M DSP set widens them to int16): reports show both
         out.layers[-1]["portable_weight_bytes"] = weight_bytes_of(portable)
+        if options.weight_bits_rows and node.op in WEIGHTED_OPS and "w" in node.q and \
+                (node.precision or options.precision) in ("int8", "int16"):
+            unpacked = next((c for c in calls if c.int8_storage), None)
+            out.layers[-1].update(weight_bits_row(node, unpacked))
+            if unpacked is not None:
+                out.int4_unpacked.append(Fallback(node.name, node.op, unpacked.kernel, unpacked.int8_storage))
     return out
 
 
@@ -249,6 +260,19 @@ def layer_row(index: int, node, g: Graph, plan: ArenaPlan, kernel: str, calls: i
             "arena_offset": plan.offsets.get(out.name), "onnx_tensor": origin[0], "onnx_perm": origin[1],
             "scale": out.q.scalar()[0] if out.q is not None else None,
             "zero_point": out.q.scalar()[1] if out.q is not None else None}
+
+
+WEIGHTED_OPS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
+
+
+def weight_bits_row(node, unpacked: KernelCall | None) -> dict:
+    """A weighted layer's integer weights in the report: their bits, the bytes of the values as
+    int8 (one each) and as int4 (two per byte), and how this build stores them (int4: packed
+    two per byte, int8: one byte each, also an int4 layer whose kernel reads int8 weights)."""
+    count = int(np.asarray(node.q["w"]).size)
+    four = node.weight_bits == 4 and unpacked is None
+    return {"weight_bits": node.weight_bits, "int8_weight_bytes": count, "int4_weight_bytes": (count + 1) // 2,
+            "weight_storage": "int4" if four else "int8"}
 
 
 def weight_bytes_of(calls: list[KernelCall]) -> int:

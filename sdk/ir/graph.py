@@ -70,6 +70,12 @@ class Node:
     channels_last: bool = False  # NHWC activations (passes/layout.py)
     precision: str | None = None  # a layer's own precision: "fp32" kept in float, "int16" for 16x8
     imported_q: dict[str, Any] = field(default_factory=dict)  # QDQ import: {"weight": (q, scale), "bias": ...}
+    # the bits of the layer's integer weights: 8, or 4 (int4 values in [-8, 7] kept as int8 data,
+    # stored packed by the kernels: --weight-bits, --int4-layers, an INT4 QDQ initializer)
+    weight_bits: int = 8
+    # int4 layers: per-channel weight scales where clipping measured better (quant/sensitivity.py,
+    # choose_int4_scales); None: max|w| / 7
+    int4_scale: Any = None
 
 
 class Graph:

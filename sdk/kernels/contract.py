@@ -175,6 +175,13 @@ class KernelCall:
     # elements each array needs for this call, by name. ISO C99 and C++ have no variable-length
     # arrays, so the model sizes each one for the largest of its calls (Lowered.stack_arrays).
     stack: dict[str, int] = field(default_factory=dict)
+    # set by a rule that takes an int4 layer (a portable *_s8w4 call) with a kernel that reads
+    # int8 weights: why the int4 values are stored unpacked (kernels/int4.py); "" when packed
+    int8_storage: str = ""
+    # compile-time features of the kernel's source this call needs (e.g. "w4": the int4 paths of
+    # conv2d_s8_dsp): the source is rendered with those present in the model's calls only, so a
+    # build without them gets the kernel's source as it was (codegen/kernel_files.py)
+    features: frozenset[str] = frozenset()
 
     def with_stack(self, **elements: int) -> "KernelCall":
         self.stack = {name: int(n) for name, n in elements.items()}

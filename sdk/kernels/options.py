@@ -30,3 +30,6 @@ class CodegenOptions:
     weight_layout: str = "int8"  # cortex_m_dsp GEMM/FC weights in flash: "int8" or "int16" (pre-widened)
     weights: WeightPlacement = field(default_factory=WeightPlacement)  # --weights: linked, region or file
     arena_region: str = ""  # --arena-region: the board memory region of the static arena ("": the default RAM)
+    # the manifest's per-layer weight bits and int8/int4 weight bytes: in builds that set --weight-bits or have
+    # int4 layers (the others' manifests stay as they were)
+    weight_bits_rows: bool = False

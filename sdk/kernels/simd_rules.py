@@ -6,6 +6,7 @@ from functools import partial
 
 import numpy as np
 
+from . import int4
 from .contract import Declined, KernelCall, Weight, kernel
 from .kernel_sets import Answer
 from .simd_layout import (PANEL_MAX_BYTES, STRIDED_SOFTMAX, channel_blocks, conv_panels, conv_tap_rows, data,
@@ -146,6 +147,36 @@ def shared_rules(kernel_set: str, lanes: int) -> dict:
             "maxpool_s8": partial(pool_s8, kernel_set, "maxpool"), "avgpool_s8": partial(pool_s8, kernel_set, "avgpool"),
             "conv2d_f32": partial(float_conv, kernel_set, lanes),
             "fc_f32": partial(float_fc, kernel_set, lanes)}
+
+
+DEPTHWISE_INT8 = "the depthwise kernels read int8 (avx2) or int16 (neon) weights (a depthwise layer's weights are few)"
+
+
+def int4_call(kernel_set: str, call: KernelCall) -> KernelCall:
+    """The int4-weight twin of an int8 conv/fc call of the set (<family>_s8w4_<set>: the same
+    arguments, its weight stream packed 16 weights per 8 bytes by int4.pack_groups)."""
+    args = dict(call.args)
+    args["w"] = Weight("w4", int4.pack_groups(np.asarray(args["w"].data)), "int8_t")
+    twin = kernel(kernel_set, call.kernel.replace("_s8_", "_s8w4_"))(**args)
+    twin.variant, twin.stack = call.variant, dict(call.stack)
+    return twin
+
+
+def int4_rule(kernel_set: str, int8_rule, c: KernelCall, node, g, options) -> Answer:
+    """An int4 conv or fc layer: the set's int8 rule on its values (int4.as_int8), then that
+    kernel's int4 twin, which unpacks the weights in registers (templates/simd/int4.j2); a
+    depthwise layer keeps the values as its kernel's int8/int16 weights (listed), and what the
+    int8 rule declines goes to the portable int4 kernel (listed as a fall-back)."""
+    answer = int8_rule(int4.as_int8(c), node, g, options)
+    if isinstance(answer, Declined) or answer is None:
+        return answer
+    if answer.kernel.startswith("dwconv2d_"):
+        return int4.unpacked(answer, DEPTHWISE_INT8)
+    return int4_call(kernel_set, answer)
+
+
+def int4_rules(kernel_set: str, conv_rule, fc_rule) -> dict:
+    return {"conv2d_s8w4": partial(int4_rule, kernel_set, conv_rule), "fc_s8w4": partial(int4_rule, kernel_set, fc_rule)}
 
 
 def half_rules(kernel_set: str) -> dict:

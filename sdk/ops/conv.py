@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
+from ..kernels import int4
 from ..kernels.contract import call
 from ..kernels.requant import INT16_MAX, INT16_MIN, clamp_to, quantize_multipliers, requant
 from .common import (Weight, apply_fused_float, const_input, float_bounds, fused_int_range, io_args, is_wide,
@@ -225,8 +226,14 @@ class Conv(OpDef):
         if precision in ("int8", "int16"):
             q = node.q
             wide = precision == "int16"
+            w = q["w"].transpose(0, 2, 3, 1)
+            if node.weight_bits == 4:  # int4 values, packed two per byte (kernels/int4.py)
+                return call(f"{self.kernel_family}_s8w4", **io_args(node), **dims,
+                            w=Weight("w", int4.pack(w), "uint8_t"), bias=Weight("bias", q["bias"], "int32_t"),
+                            mult=Weight("mult", q["mult"], "int32_t"), shift=Weight("shift", q["shift"], "int32_t"),
+                            zx=q["zx"], zy=q["zy"], lo=q["act_min"], hi=q["act_max"])
             return call(f"{self.kernel_family}_{'s16' if wide else 's8'}", **io_args(node), **dims,
-                        w=Weight("w", q["w"].transpose(0, 2, 3, 1), "int8_t"),
+                        w=Weight("w", w, "int8_t"),
                         bias=Weight("bias", q["bias"], "int64_t" if wide else "int32_t"),
                         mult=Weight("mult", q["mult"], "int32_t"), shift=Weight("shift", q["shift"], "int32_t"),
                         zx=q["zx"], zy=q["zy"], lo=q["act_min"], hi=q["act_max"])
@@ -236,27 +243,63 @@ class Conv(OpDef):
                     bias=Weight("bias", bias.astype(np.float32), "float"))
 
 
-def symmetric_per_channel(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
-    """int8 weights in [-127, 127] and float scales, one per slice along `axis`."""
+# the symmetric ranges of the weight rule: [-127, 127] for int8, [-7, 7] for int4 (not -8: the
+# range stays symmetric, as int8's leaves -128 out, so that +w and -w round to opposite codes and a
+# channel's largest weights of either sign use the whole range)
+WEIGHT_QMAX = {8: 127, 4: 7}
+
+
+def symmetric_per_channel(w: np.ndarray, axis: int, bits: int = 8,
+                          scale: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Integer weights in [-qmax, qmax] (WEIGHT_QMAX: int8 127, int4 7) as int8 data and float
+    scales, one per slice along `axis`: max|w| / qmax, or the given ones (int4 layers whose
+    clipped scales measured better, quant/sensitivity.py, choose_int4_scales)."""
+    qmax = WEIGHT_QMAX[bits]
     w = w if w.dtype.kind == "f" else w.astype(np.float64)
-    rows = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
-    # max |w| without a float64 copy of the weights: the float64 of the extremes is the same
-    amax = np.maximum(rows.max(axis=1), -rows.min(axis=1)).astype(np.float64)
-    scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    if scale is None:
+        rows = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
+        # max |w| without a float64 copy of the weights: the float64 of the extremes is the same
+        amax = np.maximum(rows.max(axis=1), -rows.min(axis=1)).astype(np.float64)
+        scale = np.where(amax > 0, amax / float(qmax), 1.0).astype(np.float32)
+    scale = np.asarray(scale, dtype=np.float32)
     shape = [1] * w.ndim
     shape[axis] = -1
     q = w / scale.astype(np.float64).reshape(shape)  # float64, the one temporary: rounded and clipped in place
     np.round(q, out=q)
-    np.clip(q, -127, 127, out=q)
+    np.clip(q, -qmax, qmax, out=q)
     return q.astype(np.int8), scale
+
+
+# int4 clipping (quant/sensitivity.py, choose_int4_scales, keeps it per layer where the model measures
+# better with it): each channel's scale c max|w| / 7, c of this grid, of least squared weight error
+INT4_CLIP_RATIOS = np.linspace(1.0, 0.5, 26)
+
+
+def int4_clip_scales(w: np.ndarray, axis: int) -> np.ndarray:
+    """Per channel along `axis`, the float32 scale c max|w| / 7 over INT4_CLIP_RATIOS whose
+    symmetric int4 rounding (clipped to [-7, 7]) leaves the least squared error (the largest c
+    on a tie); 1.0 for an all-zero channel. With 15 levels, clipping a channel's few largest
+    weights buys a finer step for all the others."""
+    rows = np.moveaxis(np.asarray(w, dtype=np.float64), axis, 0).reshape(w.shape[axis], -1)
+    amax = np.abs(rows).max(axis=1)
+    best_scale = np.where(amax > 0, amax / 7.0, 1.0).astype(np.float32)
+    best_error = np.full(len(amax), np.inf)
+    for ratio in INT4_CLIP_RATIOS:
+        scale = np.where(amax > 0, amax * ratio / 7.0, 1.0).astype(np.float32)
+        s = scale.astype(np.float64).reshape(-1, 1)
+        error = ((np.clip(np.round(rows / s), -7, 7) * s - rows) ** 2).sum(axis=1)
+        better = error < best_error
+        best_error[better], best_scale[better] = error[better], scale[better]
+    return best_scale
 
 
 def quantize_weighted(node: Node, g: Graph, axis: int, weight: np.ndarray | None = None) -> None:
     """The int8 rule of Conv, ConvTranspose, Gemm and MatMul: per-channel weights, int32 bias, requant.
 
     `axis` is the output-channel axis of the weight as stored in the graph (or of `weight`, the
-    weight re-laid out by the op, when given). A QDQ model brings its own int8 weights and scales
-    in node.imported_q["weight"]; otherwise they are computed here.
+    weight re-laid out by the op, when given). A QDQ model brings its own int8 (or int4) weights
+    and scales in node.imported_q["weight"]; otherwise they are computed here, in node.weight_bits
+    (int4 layers: values in [-7, 7], the rest of the rule as for int8).
     """
     sx, zx = qparams_of(g, node.inputs[0])
     sy, zy = qparams_of(g, node.outputs[0])
@@ -265,7 +308,7 @@ def quantize_weighted(node: Node, g: Graph, axis: int, weight: np.ndarray | None
         wq, sw = node.imported_q["weight"]
     else:
         w = g.const(node.inputs[1]) if weight is None else weight
-        wq, sw = symmetric_per_channel(w, axis)
+        wq, sw = symmetric_per_channel(w, axis, node.weight_bits, node.int4_scale if node.weight_bits == 4 else None)
         correction = bias_correction(node, g, w, wq, sw, axis)
     channels = wq.shape[axis]
     sw = np.broadcast_to(np.asarray(sw, dtype=np.float32), (channels,))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
+from ..kernels import int4
 from ..kernels.contract import call
 from ..kernels.requant import clamp_to, requant
 from . import matmul
@@ -64,7 +65,9 @@ class FullyConnected(OpDef):
             q = node.q
             wide = precision == "int16"
             w = np.ascontiguousarray(self.weight_nk(node, q["w"]))
-            return call("fc_s16" if wide else "fc_s8", **io_args(node), w=Weight("w", w, "int8_t"),
+            four = node.weight_bits == 4  # int4 values, packed two per byte (kernels/int4.py)
+            return call("fc_s8w4" if four else "fc_s16" if wide else "fc_s8", **io_args(node),
+                        w=Weight("w", int4.pack(w), "uint8_t") if four else Weight("w", w, "int8_t"),
                         bias=Weight("bias", q["bias"], "int64_t" if wide else "int32_t"),
                         mult=Weight("mult", q["mult"], "int32_t"), shift=Weight("shift", q["shift"], "int32_t"),
                         rows=rows, k=k, n=w.shape[0], zx=q["zx"], zy=q["zy"], lo=q["act_min"], hi=q["act_max"])

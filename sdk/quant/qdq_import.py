@@ -1,7 +1,12 @@
 """Import a QDQ model (QuantizeLinear/DequantizeLinear around float ops, as written by ONNX
 Runtime's quantize_static or PyTorch): take its scales and int8 weights as they are, and
 remove the Q/DQ nodes. uint8 tensors become int8 by moving the zero point by -128 (the
-real values are unchanged)."""
+real values are unchanged).
+
+4-bit weights (opset 21: DequantizeLinear of an INT4 or UINT4 initializer, per-axis scales, as
+ONNX Runtime's 4-bit quantizer writes them) are imported with their own values and scales as
+an int4 layer (Node.weight_bits = 4: the kernels store them packed, kernels/int4.py), whatever
+--weight-bits says; uint4 ones move their zero point by -8 (it must then be 0: symmetric)."""
 from __future__ import annotations
 
 import numpy as np
@@ -34,8 +39,18 @@ def qdq_params(g: Graph, node: Node) -> tuple[np.ndarray, np.ndarray, np.dtype]:
 
 
 def to_int8(q: np.ndarray, zp: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    shift = 128 if dtype == np.uint8 else 0
+    shift = 128 if dtype == np.uint8 else 8 if np.dtype(dtype).name == "uint4" else 0
     return (q.astype(np.int32) - shift).astype(np.int8), (zp.astype(np.int32) - shift)
+
+
+FOUR_BIT = ("int4", "uint4")  # the dtype names of onnx's 4-bit arrays (ml_dtypes)
+
+
+def weight_bits_of(raw: np.ndarray) -> int:
+    """8 for int8/uint8 codes, 4 for INT4/UINT4 ones, 0 for anything else (not imported)."""
+    if raw.dtype in (np.int8, np.uint8):
+        return 8
+    return 4 if raw.dtype.name in FOUR_BIT else 0
 
 
 def import_qdq(g: Graph) -> None:
@@ -70,6 +85,8 @@ def import_constant(g: Graph, dq: Node) -> None:
     values to the consuming op so its own rule uses them."""
     scale, zp, dtype = qdq_params(g, dq)
     raw = g.const(dq.inputs[0])
+    if not (len(dq.inputs) > 2 and dq.inputs[2]):  # no zero point: 0 of the codes' own type
+        dtype = raw.dtype
     axis = int(dq.attrs.get("axis", 1)) % max(raw.ndim, 1)
     shape = [1] * raw.ndim
     if scale.size > 1:
@@ -83,9 +100,11 @@ def import_constant(g: Graph, dq: Node) -> None:
     g.nodes.remove(dq)
     for consumer in g.consumers(out):
         index = consumer.inputs.index(out)
-        if WEIGHTED.get(consumer.op) == index and raw.dtype in (np.int8, np.uint8):
+        bits = weight_bits_of(raw)
+        if WEIGHTED.get(consumer.op) == index and bits:
             q8, zp8 = to_int8(raw, zp, dtype)
             if np.all(zp8 == 0) and int(np.abs(q8.astype(np.int32)).max(initial=0)) <= 127:
                 consumer.imported_q["weight"] = (q8, scale.reshape(-1))
+                consumer.weight_bits = bits
         elif index == 2 and consumer.op in WEIGHTED and raw.dtype == np.int32 and np.all(zp == 0):
             consumer.imported_q["bias"] = (raw.astype(np.int64), scale.reshape(-1))

@@ -14,6 +14,7 @@ from ..ops import get_op
 from .calibrate import RangeObserver
 from .int16 import widen_layers
 from .mixed import keep_in_float
+from .weight_bits import mark_int4
 
 
 def asymmetric(low: float, high: float) -> QParams:
@@ -60,15 +61,18 @@ def assign_qparams(g: Graph, observer: RangeObserver | None) -> None:
 
 
 def quantize_graph(g: Graph, observer: RangeObserver | None, keep_float: set[str] = frozenset(),
-                   int16: set[str] = frozenset()) -> None:
+                   int16: set[str] = frozenset(), int4: set[str] = frozenset()) -> None:
     """Quantize every node: int8, except those named in keep_float (float between
-    conversions, per-layer fallback) and in int16 (16x8 layers)."""
+    conversions, per-layer fallback) and in int16 (16x8 layers); those named in int4 get int4
+    weights (quant/weight_bits.py)."""
     assign_qparams(g, observer)
     if observer is not None:
         for t in g.activations():
             t.channel_mean = observer.channel_mean(t.name)
     float_tensors = keep_in_float(g, set(keep_float)) if keep_float else set()
     wide_tensors = widen_layers(g, set(int16), observer) if int16 else set()
+    if int4:
+        mark_int4(g, set(int4))
     for node in g.nodes:
         if node.precision != "fp32":
             quantize_node(node, g)

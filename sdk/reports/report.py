@@ -3,8 +3,9 @@
 report.json: model summary, per-layer table (op, kernel, MACs, weight bytes, activation
 bytes, arena offset, instructions when profiled), memory in KiB against the board's budget
 (the model's share apart from the harness's), weights as stored against the portable int8
-layout, the arena's live bytes over the layers, and the per-layer profile (`run -o DIR`
-on QEMU boards rewrites the report with it).
+layout, the weight values as int8, as int4 and as stored (builds that set --weight-bits or
+have int4 layers), the arena's live bytes over the layers, and the per-layer profile
+(`run -o DIR` on QEMU boards rewrites the report with it).
 """
 from __future__ import annotations
 
@@ -123,6 +124,19 @@ def weights_summary(info: dict, layers: list[dict]) -> dict[str, Any]:
             "crc32": placed.get("crc32"), "arena_region": placed.get("arena_region")}
 
 
+def weight_bits_summary(info: dict) -> dict[str, Any] | None:
+    """Builds that set --weight-bits or have int4 layers: the weight values as int8, as int4 and as
+    stored (compiler.weight_values), with the layers that keep int8 bytes and why."""
+    values = info.get("weight_values")
+    if values is None:
+        return None
+    return {"mode": info["weight_bits"], "int4_layers": info.get("int4_layers", []),
+            **{k: v for k, v in values.items() if k != "layers"},
+            "int8_weight_layers": info.get("int8_weight_layers", []), "int4_unpacked": info.get("int4_unpacked", []),
+            "note": "weight values only (biases and requantization constants apart): int8 one byte each, int4 two "
+                    "per byte; stored: int4 layers packed unless their kernel keeps int8 bytes"}
+
+
 def with_profile(layers: list[dict], profile: list[dict] | None) -> list[dict]:
     layers = [dict(layer) for layer in layers]
     by_index = {p["index"]: p for p in profile or []}
@@ -148,6 +162,7 @@ def build_report(info: dict, profile: list[dict] | None = None) -> dict:
         "layers": layers,
         "memory": memory,
         "weights": weights_summary(info, layers),
+        "weight_bits": weight_bits_summary(info),
         "arena": {"bytes": info["arena_bytes"], "live_bytes_per_layer": live, "peak_live_bytes": max(live, default=0),
                   "buffers": info.get("arena", [])},
         "tiling": info.get("tiling"),  # --arena-budget: the layers run in row bands, the recompute

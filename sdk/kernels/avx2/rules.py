@@ -27,7 +27,7 @@ from ..kernel_sets import Answer, KernelSet, register_kernel_set
 from ..simd_layout import (PANEL_MAX_BYTES, channel_blocks, channel_tile, conv_panels, conv_tap_rows,
                            dense_conv_weights, fc_panels, int8_constants, padded, panel_band, pick, requant_mode,
                            requant_table_avx2, threads_for)
-from ..simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, panel_elements, shared_rules
+from ..simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, int4_rules, panel_elements, shared_rules
 
 X16_MAX = PANEL_MAX_BYTES // 2  # fc: the most inputs converted to int16 on the stack
 SET = "avx2"
@@ -155,4 +155,5 @@ class Avx2(KernelSet):
         **shared_rules(SET, 8),
         "conv2d_s8": conv_s8,
         "fc_s8": fc_s8,
+        **int4_rules(SET, conv_s8, fc_s8),
     }

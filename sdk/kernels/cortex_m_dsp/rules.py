@@ -9,6 +9,12 @@ rewrites the portable arguments for it; the C headers only implement:
   registers by SXTB16 (weight_layout "int8", the default) or pre-widened to int16 ("int16":
   LDM + SMLAD, twice the bytes); depthwise 3x3 weights likewise (int8 rows [w0 s w1 w2]
   widened per channel by SXTB16/PKHTB, or pre-widened pairs), the general depthwise kernel's as int16;
+- int4 layers (conv2d_s8w4, fc_s8w4: kernels/int4.py): the GEMM and FC streams hold the weights
+  as nibbles, two per byte, that the blocks unpack in registers as 16 x w (AND 0xF0F0F0F0, after
+  LSL 4 for the low nibbles, then SXTB16), so the accumulators hold 16 x the sums and the
+  requantization shifts 4 more (`x16_fits` checks both fit); a layer outside that, a depthwise
+  layer (its weights are few) and the K-tiled path keep the int4 values as int8 bytes, which the
+  build lists (`int4.unpacked`);
 - requantization constants become {M, rnd, s} per channel (`fast_requant`): for a shift
   S >= 33 a three-instruction requant (SMMLA, ASR, then + zy) that is exact for the rounding
   rule of sdk/kernels/requant.py for every int32 accumulator; for S <= 32 the 64-bit form
@@ -28,11 +34,14 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Graph, Node
+from .. import int4
 from ..contract import Declined, KernelCall, Weight, kernel
+from ..int4 import unpacked
 from ..kernel_sets import Answer, KernelSet, register_kernel_set
 from ..simd_layout import STRIDED_SOFTMAX, MAXPOOL_ARGS, merged_dims, pick, pool_call, row_softmax_args
 
 COL_WORDS = 1152  # CUVIL_DSP_COL_WORDS (conv2d_s8_dsp.h.j2): the tile's columns, px * K' <= 2 * COL_WORDS values
+FC_WORDS = 1024  # CUVIL_DSP_FC_WORDS (fc_s8_dsp.h.j2): the FC's input column, K' <= 2 * FC_WORDS values
 RUN_BYTES = 256  # CUVIL_DSP_RUN: the longest window of the "run" layout (conv2d_s8_dsp.h.j2)
 SET = "cortex_m_dsp"
 
@@ -143,20 +152,22 @@ def pair_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray, w8: bool) -> n
     return np.concatenate(blocks).astype(np.int16)
 
 
-def quad_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray, w8: bool) -> np.ndarray:
+def quad_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray, w8: bool, w4: bool = False) -> np.ndarray:
     """The fully connected kernel's flash stream (fc_s8_dsp.h), one block per 4 outputs:
     [b0 b1 b2 b3] (int32), the quad's weights, [M rnd s] x 4 (int32). The output count is padded
     to a multiple of 4 with zero rows. int16 weights: gemm_weights order. int8 weights (w8): two
-    outputs per 16-bit lane (pair_lanes), the bias words [b0, b1 + 256 b0, b2, b3 + 256 b2]."""
+    outputs per 16-bit lane (pair_lanes), the bias words [b0, b1 + 256 b0, b2, b3 + 256 b2]. int4
+    weights (w4): pair_nibbles, the bias words 16 x the int8 ones (modulo 2^32)."""
     n, kp = wk.shape
     quads = round_up(n, 4) // 4
     b = pad_rows(bias.astype(np.int64), 4 * quads).reshape(quads, 4)
-    if w8:
-        w = pair_lanes(pad_rows(wk.astype(np.int64), 4 * quads))
+    if w8 or w4:
+        rows = pad_rows(wk.astype(np.int64), 4 * quads)
+        w = pair_nibbles(rows) if w4 else pair_lanes(rows)
         b = b.copy()
         b[:, 1] += b[:, 0] << 8
         b[:, 3] += b[:, 2] << 8
-        b = (b + (1 << 31)) % (1 << 32) - (1 << 31)  # modulo 2^32, as the kernel's int32 sums
+        b = wrap32s(b * 16 if w4 else b)  # modulo 2^32, as the kernel's int32 sums
     else:
         w = packed_weights(gemm_weights(wk, 4), False).reshape(quads, -1)
     qq = pad_rows(q.astype(np.int64), 4 * quads).reshape(quads, 12)
@@ -175,15 +186,75 @@ def pair_lanes(wk: np.ndarray) -> np.ndarray:
     return lanes.transpose(0, 2, 1, 3).reshape(n4 // 4, -1).astype(np.int16)
 
 
+def pair_nibbles(wk: np.ndarray) -> np.ndarray:
+    """int4 weights [4 * quads][K'] (column order) -> per quad, per group of 4 column slots, one
+    word per output pair (A, B) = (o0, o1) then (o2, o3): the bytes [wB + 8, wA] of slot s0 then s1
+    as high nibbles and those of s2, s3 as low nibbles, so that AND 0xF0F0F0F0 (after LSL 4 for the
+    low ones) gives pair_lanes' words of 16 x the weights (lanes 16 (256 wA + wB + 8)); int16 slots
+    [quads][K' / 2]."""
+    n4, kp = wk.shape
+    w = wk.reshape(n4 // 4, 2, 2, kp // 4, 4)  # [quad][pair][A or B][group][slot]
+    # int8 bytes of the lanes before scaling: [wB + 8, wA] per slot, for slots (s0, s1) and (s2, s3)
+    lanes = np.stack([w[:, :, 1] + 8, w[:, :, 0]], axis=-1)  # [quad][pair][group][slot][B, A]
+    words = nibble_words(lanes[:, :, :, 0:2].reshape(*lanes.shape[:3], 4), lanes[:, :, :, 2:4].reshape(*lanes.shape[:3], 4))
+    return np.ascontiguousarray(words.transpose(0, 2, 1, 3)).reshape(n4 // 4, -1).view("<i2")
+
+
+# --- int4 weights (w4): nibbles unpacked as 16 x w ------------------------------------------------
+X16_LIMIT = (2**31 - 1) // 16  # the largest |bias + sum| whose 16 x still fits an int32 accumulator
+X16_SHIFT = 4  # 16 x the accumulator: the requantization shift grows by 4
+MAX_SHIFT = 62  # the rounding rule's largest shift (kernels/requant.py)
+DEPTHWISE_INT8 = "the depthwise kernels read int8 weights (a depthwise layer's weights are few)"
+KTILED_INT8 = f"the K-tiled path (a column of more than {COL_WORDS} values) reads int8 weights"
+
+
+def x16_fits(a: dict) -> str:
+    """Why the int4 blocks cannot take a layer ("" when they can): they accumulate 16 x the sums,
+    so every channel's |bias| + 255 sum|w| must stay within X16_LIMIT, and its requantization shift
+    plus 4 within MAX_SHIFT."""
+    w = np.asarray(a["w"].data).astype(np.int64)
+    bound = np.abs(np.asarray(a["bias"].data).astype(np.int64)) + 255 * np.abs(w).reshape(w.shape[0], -1).sum(axis=1)
+    if (bound > X16_LIMIT).any():
+        return "a channel's |bias| + 255 sum|w| passes 2^27 (int4 unpacking accumulates 16 x the sums in int32)"
+    if int(np.max(np.asarray(a["shift"].data), initial=0)) + X16_SHIFT > MAX_SHIFT:
+        return f"a requantization shift above {MAX_SHIFT - X16_SHIFT} (int4 unpacking needs 4 more bits of shift)"
+    return ""
+
+
+def x16_call(c8: KernelCall) -> KernelCall:
+    """The portable int8 call of an int4 layer (int4.as_int8) with 16 x its weights (16 w in
+    [-128, 112] is an int8 byte), 16 x its bias and 4 more bits of shift: the same outputs for
+    every input, (16 acc M + 2^(S+3)) >> (S+4) being (acc M + 2^(S-1)) >> S, where x16_fits holds.
+    The depthwise kernels then keep their fast paths, which want shifts of 33 and more (an int4
+    layer's are about 4 below the int8 layer's)."""
+    a = dict(c8.args)
+    a["w"] = Weight(a["w"].hint, np.asarray(a["w"].data).astype(np.int64) * 16, "int8_t")
+    a["bias"] = Weight(a["bias"].hint, (np.asarray(a["bias"].data).astype(np.int64) * 16).astype(np.int32), "int32_t")
+    a["shift"] = Weight(a["shift"].hint, np.asarray(a["shift"].data).astype(np.int32) + X16_SHIFT, "int32_t")
+    return kernel("portable", c8.kernel)(**a)
+
+
+def nibble_words(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Two int8 byte streams of equal shape as one nibble stream: each byte's high nibble from
+    `first`, its low nibble from `second` (AND 0xF0F0F0F0 gives 16 x first, LSL 4 + AND 16 x second)."""
+    return (((np.asarray(first, dtype=np.int64) & 15) << 4) | (np.asarray(second, dtype=np.int64) & 15)).astype(np.uint8)
+
+
+def wrap32s(values: np.ndarray) -> np.ndarray:
+    """int64 values modulo 2^32, as int64 in the int32 range."""
+    return (np.asarray(values, dtype=np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
 # --- convolution --------------------------------------------------------------------------------
 def dsp_tail(zx: int, zy: int, lo: int, hi: int) -> dict[str, int]:
     """The zero points and clamp as the DSP kernels take them (packed for SIMD instructions)."""
     return {"nzx2": packed16(-int(zx)), "zx": int(zx), "zy": int(zy), "lo4": bytes4(int(lo)), "hi4": bytes4(int(hi))}
 
 
-def requant_args(a: dict) -> tuple[np.ndarray, int]:
-    """The call's {M, rnd, s} rows and fastq (fast_requant)."""
-    return fast_requant(np.asarray(a["mult"].data), np.asarray(a["shift"].data))
+def requant_args(a: dict, extra_shift: int = 0) -> tuple[np.ndarray, int]:
+    """The call's {M, rnd, s} rows and fastq (fast_requant); extra_shift: of accumulators that
+    hold 2^extra_shift x the sums (int4 blocks: 16 x)."""
+    return fast_requant(np.asarray(a["mult"].data), np.asarray(a["shift"].data) + extra_shift)
 
 
 def is_pointwise_gemm(a: dict) -> bool:
@@ -192,16 +263,21 @@ def is_pointwise_gemm(a: dict) -> bool:
         (a["oh"], a["ow"]) == (a["h"], a["wd"])
 
 
-def tile_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray, w8: bool) -> np.ndarray:
+def tile_streams(wk: np.ndarray, bias: np.ndarray, q: np.ndarray, w8: bool, w4: bool = False) -> np.ndarray:
     """The register-tile GEMM's flash stream (conv2d_s8_dsp.h.j2), one block per pair of output
     channels (2j, 2j+1): [b0 b1] (int32); per value pair s of the column, int8: the bytes
     [w0[2s], w1[2s], w0[2s+1], w1[2s+1]] (SXTB16 gives channel 2j's pair, SXTB16 ROR 8 channel
     2j+1's), or int16: [w0[2s] w0[2s+1]] [w1[2s] w1[2s+1]]; [M rnd s] x 2 (int32). An odd channel
-    count gets a last pair with a zero second channel."""
+    count gets a last pair with a zero second channel. w4: [16 b0, 16 b1], per two value pairs one
+    word of nibbles (nibble_words of pair s's int8 bytes and pair s + 1's; K' a multiple of 4)."""
     oc, kp = wk.shape
     pairs = round_up(oc, 2) // 2
     w = pad_rows(wk.astype(np.int64), 2 * pairs).reshape(pairs, 2, kp // 2, 2)  # [pair][channel][s][value]
-    if w8:
+    if w4:
+        steps = w.transpose(0, 2, 3, 1).reshape(pairs, kp // 4, 2, 4)  # [pair][word][s, s + 1][int8 byte]
+        body = nibble_words(steps[:, :, 0], steps[:, :, 1]).reshape(pairs, -1).view("<i2")
+        bias = bias.astype(np.int64) * 16
+    elif w8:
         body = np.ascontiguousarray(w.transpose(0, 2, 3, 1).astype(np.int8)).reshape(pairs, -1).view("<i2")
     else:
         body = w.transpose(0, 2, 1, 3).reshape(pairs, -1).astype(np.int16)
@@ -230,7 +306,8 @@ def fold_zy(q: np.ndarray, zy: int) -> np.ndarray | None:
 # convs 0.97-0.99, KWS's pointwise 1.00, VWW's pointwise 1.00-1.05; the windows gathered into
 # runs (the stems, KWS's 10x4 first conv) are not modelled (0.82-0.84): their cost is the same
 # for every px, so the choice does not depend on it.
-STEP = {True: {1: 6, 2: 8, 3: 11, 4: 13}, False: {1: 4, 2: 6, 3: 9, 4: 11}}
+# int4 ("w4"): one word per two steps, LDR + AND + 2 SXTB16 then LDR + LSL + AND + 2 SXTB16: 1.5 more per step.
+STEP = {True: {1: 6, 2: 8, 3: 11, 4: 13}, False: {1: 4, 2: 6, 3: 9, 4: 11}, "w4": {1: 7.5, 2: 9.5, 3: 12.5, 4: 14.5}}
 PAIR = {w: 14 + 8 * w for w in (1, 2, 3, 4)}
 PASS = 3
 TILE = 60
@@ -238,19 +315,19 @@ IM2COL = {"four": 15 / 16, "pixel": 2.0}
 IM2COL_PIXEL = 40
 
 
-def tile_cost(pixels: int, px: int, kp: int, pairs: int, w8: bool, four: bool) -> float:
+def tile_cost(pixels: int, px: int, kp: int, pairs: int, w8: bool, four: bool, w4: bool = False) -> float:
     """Modelled instructions of a group's GEMM + im2col with tiles of px pixels (the last one
     narrower): what conv_im2col minimises over px."""
     n = kp // 2
     widths = [px] * (pixels // px) + ([pixels % px] if pixels % px else [])
     total = 0.0
     for w in widths:
-        total += TILE + pairs * (PAIR[w] + STEP[w8][w] * n + PASS * -(-(n - 1) // 8))
+        total += TILE + pairs * (PAIR[w] + STEP["w4" if w4 else w8][w] * n + PASS * -(-(n - 1) // 8))
         total += kp * w * IM2COL["four" if four and w == 4 else "pixel"] + IM2COL_PIXEL * (1 if four and w == 4 else w)
     return total
 
 
-def conv_im2col(c: KernelCall, node: Node, g: Graph, w8: bool) -> Answer:
+def conv_im2col(c: KernelCall, node: Node, g: Graph, w8: bool, w4: bool = False) -> Answer:
     """Convolution with any groups, strides, dilations and pads: per group, im2col of a tile of
     pixels + the register-tile GEMM over that group's channel-pair streams when the tile's
     columns (kh x kw x c/groups values each, each kernel row rounded up to even) fit the
@@ -259,7 +336,8 @@ def conv_im2col(c: KernelCall, node: Node, g: Graph, w8: bool) -> Answer:
     anything else to the K-tiled path (tiles of whole taps; declined only past 2 * COL_WORDS
     input channels per group). A
     pointwise convolution (1 x 1, stride 1, no padding) is one row of pixels: its tiles run
-    across image rows."""
+    across image rows. w4: int4 values in nibble streams (tile_streams; K' rounded up to 4, the
+    pad meeting zero weights), the K-tiled path keeping them as int8 bytes (KTILED_INT8)."""
     a = c.args
     oc, kh, kw, ch, groups = a["oc"], a["kh"], a["kw"], a["c"], a["groups"]
     icg, ocg = ch // groups, oc // groups
@@ -268,11 +346,13 @@ def conv_im2col(c: KernelCall, node: Node, g: Graph, w8: bool) -> Answer:
     tile = 0
     wq = np.asarray(a["w"].data).astype(np.int64)  # [oc][kh][kw][icg]
     b = np.asarray(a["bias"].data).astype(np.int64)
-    q, fastq = requant_args(a)
+    q, fastq = requant_args(a, X16_SHIFT if w4 else 0)
     geo = pick(a, "n h wd oh ow")
     if kp > COL_WORDS:
         if is_pointwise_gemm(a):  # a GEMM over the pixels: the FC kernel takes any K
-            return fc_call(a, a["n"] * a["oh"] * a["ow"], ch, oc, w8)
+            return fc_call(a, a["n"] * a["oh"] * a["ow"], ch, oc, w8, w4)
+        if w4:
+            return unpacked(conv_im2col(c, node, g, w8), KTILED_INT8)
         seg = round_up(icg, 4)  # the K-tiled layout: one segment per tap
         if seg > 2 * COL_WORDS:
             return Declined(f"a group of {icg} input channels (the tiled column takes {2 * COL_WORDS})")
@@ -290,26 +370,30 @@ def conv_im2col(c: KernelCall, node: Node, g: Graph, w8: bool) -> Answer:
             col = arrange(wq.reshape(oc, window), np.where(order < window, order, -1))
         else:
             col = arrange(wq.reshape(oc, kh, kw * icg), row_order(kw * icg)).reshape(oc, kp)  # per kernel row
+        if w4 and kp % 4:  # one word per two value pairs: a last pair of zero weights (its column values unread)
+            kp = round_up(kp, 4)
+            col = np.concatenate([col, np.zeros((oc, kp - col.shape[1]), dtype=col.dtype)], axis=1)
         if is_pointwise_gemm(a):  # NHWC: the pixels' channels follow each other, image rows included
             pixels = a["n"] * a["h"] * a["wd"]
             geo = {"n": 1, "h": 1, "wd": pixels, "oh": 1, "ow": pixels}
         pixels = geo["n"] * geo["oh"] * geo["ow"]
         four = bool(concat) or (groups == 1 and a["dw"] == 1 and (kw * icg) % 4 == 0)
         fits = [p for p in (4, 3, 2) if p * kp <= 2 * COL_WORDS]
-        px = min(fits, key=lambda p: tile_cost(pixels, p, kp, round_up(ocg, 2) // 2, w8, four))
-        modelled = groups * tile_cost(pixels, px, kp, round_up(ocg, 2) // 2, w8, four)
+        px = min(fits, key=lambda p: tile_cost(pixels, p, kp, round_up(ocg, 2) // 2, w8, four, w4))
+        modelled = groups * tile_cost(pixels, px, kp, round_up(ocg, 2) // 2, w8, four, w4)
         folded = fold_zy(q, a["zy"]) if fastq else None
         zyfold = int(folded is not None)
         if folded is not None:
             q = folded
-        streams = [tile_streams(col[i * ocg:(i + 1) * ocg], b[i * ocg:(i + 1) * ocg], q[i * ocg:(i + 1) * ocg], w8)
-                   for i in range(groups)]
-        variant = f"{px}x2 w{8 if w8 else 16}" + (" run" if concat else "") + ("" if fastq else " c-requant")
+        streams = [tile_streams(col[i * ocg:(i + 1) * ocg], b[i * ocg:(i + 1) * ocg], q[i * ocg:(i + 1) * ocg], w8,
+                                w4) for i in range(groups)]
+        variant = f"{px}x2 w{4 if w4 else 8 if w8 else 16}" + (" run" if concat else "") + ("" if fastq else " c-requant")
     call = kernel(SET, "conv2d_s8_dsp")(
         **pick(a, "in out c oc kh kw sh sw pt pl dh dw groups"), **geo,
         w=Weight("w16", np.concatenate(streams), "int16_t"), seg=seg, kp=kp, fastq=fastq, tile=tile, px=px,
-        concat=concat, zyfold=zyfold, w8=int(w8), **dsp_tail(a["zx"], a["zy"], a["lo"], a["hi"]))
+        concat=concat, zyfold=zyfold, w8=2 if w4 else int(w8), **dsp_tail(a["zx"], a["zy"], a["lo"], a["hi"]))
     call.variant = variant
+    call.features = frozenset({"w4" if w4 else "int8"})  # the kernel's source carries the paths its calls use
     MODELLED[node.name] = modelled
     return call
 
@@ -413,11 +497,37 @@ def conv_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     return (conv_depthwise(c, node, g, w8) if c["groups"] > 1 else None) or conv_im2col(c, node, g, w8)
 
 
+def conv_w4_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
+    """An int4 convolution: the im2col GEMM on nibble streams (conv_im2col, w4), whatever
+    --weight-layout says (it applies to int8 weights); the int4 values as int8 bytes on the
+    depthwise kernels (DEPTHWISE_INT8) and where the 16 x sums do not fit (x16_fits)."""
+    c8 = int4.as_int8(c)
+    w8 = int8_weights(options)
+    why = x16_fits(c8.args)
+    if c["groups"] > 1:
+        dw = conv_depthwise(c8 if why else x16_call(c8), node, g, w8)
+        if dw is not None:
+            return unpacked(dw, DEPTHWISE_INT8 + ("" if why else " (as 16 x w, its shifts 4 more)"))
+    if why:
+        return unpacked(conv_im2col(c8, node, g, w8), why)
+    return conv_im2col(c8, node, g, True, w4=True)
+
+
 # --- fully connected ------------------------------------------------------------------------------
 def fc_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Every int8 fully connected layer: the input row becomes int16 (x - zx) once (up to
     K' = 2048; longer rows are widened on the fly), then 1 row x 4 outputs per SMLAD loop."""
     return fc_call(c.args, c.args["rows"], c.args["k"], c.args["n"], int8_weights(options))
+
+
+def fc_w4_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
+    """An int4 fully connected layer: fc_s8_dsp on nibble streams (pair_nibbles), or its int4
+    values as int8 bytes where the 16 x sums do not fit (x16_fits)."""
+    a = int4.as_int8(c).args
+    why = x16_fits(a)
+    if why:
+        return unpacked(fc_call(a, a["rows"], a["k"], a["n"], int8_weights(options)), why)
+    return fc_call(a, a["rows"], a["k"], a["n"], True, w4=True)
 
 
 def int8_weights(options) -> bool:
@@ -426,27 +536,29 @@ def int8_weights(options) -> bool:
     return getattr(options, "weight_layout", "int8") != "int16"
 
 
-def fc_call(a: dict, rows: int, k: int, n: int, w8: bool) -> KernelCall:
-    """fc_s8_dsp for `rows` rows of k inputs and n outputs, weights a["w"] as [n][k]."""
+def fc_call(a: dict, rows: int, k: int, n: int, w8: bool, w4: bool = False) -> KernelCall:
+    """fc_s8_dsp for `rows` rows of k inputs and n outputs, weights a["w"] as [n][k] (w4: int4
+    values, in nibble streams)."""
     kp = round_up(k, 8)
     wq = np.asarray(a["w"].data).astype(np.int64).reshape(n, k)
     b = np.asarray(a["bias"].data).astype(np.int64)
-    q, fastq = requant_args(a)
+    q, fastq = requant_args(a, X16_SHIFT if w4 else 0)
     col = arrange(wq, row_order(k))
     col = np.concatenate([col, np.zeros((n, kp - col.shape[1]), dtype=col.dtype)], axis=1)
     call = kernel(SET, "fc_s8_dsp")(**pick(a, "in out"), rows=rows, k=k, n=n,
-                                    w=Weight("w16", quad_streams(col, b, q, w8), "int16_t"), kp=kp, fastq=fastq, w8=int(w8),
-                                    **dsp_tail(a["zx"], a["zy"], a["lo"], a["hi"]))
-    call.variant = fc_variant(kp, fastq, w8)
+                                    w=Weight("w16", quad_streams(col, b, q, w8, w4), "int16_t"), kp=kp, fastq=fastq,
+                                    w8=2 if w4 else int(w8), **dsp_tail(a["zx"], a["zy"], a["lo"], a["hi"]))
+    call.variant = fc_variant(kp, fastq, w8, w4)
+    call.features = frozenset({"w4" if w4 else "int8"})  # the kernel's source carries the paths its calls use
     return call
 
 
-def fc_variant(kp: int, fastq: int, w8: bool) -> str:
+def fc_variant(kp: int, fastq: int, w8: bool, w4: bool = False) -> str:
     """The report's name of the FC path: 1 row x 4 outputs, int8 weights in output pairs ("w8
     pairs") or int16 ("w16"); "wide-k" when K' passes the column buffer (widened on the fly, in
     C), "rq64" when a shift below 33 keeps the whole layer in C."""
-    name = "1x4 w8 pairs" if w8 else "1x4 w16"
-    if kp > 2 * COL_WORDS:
+    name = "1x4 w4 pairs" if w4 else "1x4 w8 pairs" if w8 else "1x4 w16"
+    if kp > 2 * FC_WORDS:
         name += " wide-k"
     return name if fastq else name + " rq64"
 
@@ -503,6 +615,7 @@ def transpose_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
 @register_kernel_set
 class CortexMDsp(KernelSet):
     name = SET
-    rules = {"conv2d_s8": conv_rule, "fc_s8": fc_rule, "maxpool_s8": maxpool_rule,
+    rules = {"conv2d_s8": conv_rule, "fc_s8": fc_rule, "conv2d_s8w4": conv_w4_rule, "fc_s8w4": fc_w4_rule,
+             "maxpool_s8": maxpool_rule,
              "avgpool_s8": avgpool_rule, "add_s8": add_rule, "softmax_s8": softmax_rule,
              "transpose_s8": transpose_rule}

@@ -19,7 +19,7 @@ declare(SET, "fc_s8_dp4a", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int
         W("mult", "int32_t"), W("shift", "int32_t"), W("wsum", "int32_t"), *I("rows k n zx zy lo hi"))
 
 # Every portable kernel has a CUDA version with the same parameters (sdk/kernels/cuda/rules.py's rules),
-# except `copy`, which runs as copy_bytes.
+# except `copy`, which runs as copy_bytes, and the int4-weight ones, which run on the int8 kernels.
 for _name, _decl in list(DECLARATIONS["portable"].items()):
-    if _name != "copy":
+    if _name != "copy" and not _name.endswith("_s8w4"):
         declare(SET, _name, *_decl.params)

@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..contract import Buf, KernelCall, Weight, kernel
+from ..int4 import as_int8, unpacked
 from ..kernel_sets import Answer, KernelSet, register_kernel_set
 
 SET = "cuda"
@@ -54,6 +55,14 @@ def fc(c: KernelCall, node, g, options) -> Answer:
     return launch(c.kernel, a, a["rows"] * a["n"])
 
 
+
+
+def int4_weights(rule):
+    """An int4-weight layer (conv2d_s8w4, fc_s8w4) on the int8 kernel of `rule`, its weights stored
+    as int8 bytes (there is no CUDA kernel that unpacks int4 weights; the build lists the layer)."""
+    def take(c: KernelCall, node, g, options) -> Answer:
+        return unpacked(rule(as_int8(c), node, g, options), "the CUDA kernels read int8 weights")
+    return take
 
 
 def matmul(c: KernelCall, node, g, options) -> Answer:
@@ -108,6 +117,7 @@ FLOAT_RULES = {
         "conv2d_s8": conv, "conv2d_f32": conv, "conv2d_s16": conv,
         "convtranspose2d_s8": conv, "convtranspose2d_f32": conv,
         "fc_s8": fc, "fc_f32": fc, "fc_s16": fc,
+        "conv2d_s8w4": int4_weights(conv), "fc_s8w4": int4_weights(fc),
         "matmul_s8": matmul, "matmul_f32": matmul,
         "lstm_s8": per("batch"), "lstm_f32": per("batch"), "gru_s8": per("batch"), "gru_f32": per("batch"),
         "add_s8": per_4d("d"), "add_f32": per_4d("d"), "mul_s8": per_4d("d"), "mul_f32": per_4d("d"),

@@ -1,6 +1,6 @@
 """Declarations of the neon kernels (sdk/templates/neon/): one per kernel, in C parameter order;
 those it shares with the avx2 set by signature come from simd_declarations."""
-from ..contract import F, I, In, Out, W, declare
+from ..contract import DECLARATIONS, F, I, In, Out, W, declare
 from ..simd_declarations import declare_shared
 
 SET = "neon"
@@ -21,3 +21,6 @@ declare(SET, "dwconv2d_f16_neon", In("in", "cuvil_f16"), Out("out", "cuvil_f16")
         W("bias", "float"), *I("n h wd c oh ow kh kw sh sw pt pl band"), *F("lo hi"), *I("threads"))
 declare(SET, "fc_f16_neon", In("in", "cuvil_f16"), Out("out", "cuvil_f16"), W("w", "cuvil_f16"), W("bias", "float"),
         *I("rows k n"), *F("lo hi"), *I("threads"))
+# int4 weights (kernels/int4.py, pack_groups): the int8 kernels' parameters, their weight stream packed
+for _name in ("conv2d_s8_neon", "fc_s8_neon"):
+    declare(SET, _name.replace("_s8_", "_s8w4_"), *DECLARATIONS[SET][_name].params)

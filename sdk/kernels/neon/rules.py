@@ -22,7 +22,7 @@ from ..kernel_sets import Answer, KernelSet, register_kernel_set
 from ..simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, acc_bounds, channel_blocks, channel_tile, conv_panels,
                            conv_tap_rows, dense_conv_weights, fc_panels, int8_constants, padded, panel_band, pick,
                            requant_table_neon, threads_for, zero_point_bias)
-from ..simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, half_rules, panel_elements, shared_rules
+from ..simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, int4_rules, half_rules, panel_elements, shared_rules
 
 FC_K_MAX = PANEL_MAX_BYTES  # fc: the most inputs copied to the stack
 SET = "neon"
@@ -120,4 +120,5 @@ class Neon(KernelSet):
         **half_rules(SET),
         "conv2d_s8": conv_s8,
         "fc_s8": fc_s8,
+        **int4_rules(SET, conv_s8, fc_s8),
     }

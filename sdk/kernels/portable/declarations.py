@@ -24,6 +24,10 @@ declare(SET, "conv2d_s16", In("in", "int16_t"), Out("out", "int16_t"), W("w", "i
 declare(SET, "conv2d_s8", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
         W("mult", "int32_t"), W("shift", "int32_t"), *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups"),
         *I("zx zy lo hi", "int32_t"))
+# int4 weights packed two per byte, the low nibble first, in the int8 kernel's order (kernels/int4.py)
+declare(SET, "conv2d_s8w4", In("in", "int8_t"), Out("out", "int8_t"), W("w", "uint8_t"), W("bias", "int32_t"),
+        W("mult", "int32_t"), W("shift", "int32_t"), *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups"),
+        *I("zx zy lo hi", "int32_t"))
 declare(SET, "convtranspose2d_f32", In("in", "float"), Out("out", "float"), W("w", "float"), W("bias", "float"),
         *I("n h wd c oh ow oc kh kw sh sw pt pl dh dw groups"), *F("lo hi"))
 declare(SET, "convtranspose2d_s8", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
@@ -37,6 +41,8 @@ declare(SET, "fc_f32", In("in", "float"), Out("out", "float"), W("w", "float"), 
 declare(SET, "fc_s16", In("in", "int16_t"), Out("out", "int16_t"), W("w", "int8_t"), W("bias", "int64_t"),
         W("mult", "int32_t"), W("shift", "int32_t"), *I("rows k n"), *I("zx zy lo hi", "int32_t"))
 declare(SET, "fc_s8", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
+        W("mult", "int32_t"), W("shift", "int32_t"), *I("rows k n"), *I("zx zy lo hi", "int32_t"))
+declare(SET, "fc_s8w4", In("in", "int8_t"), Out("out", "int8_t"), W("w", "uint8_t"), W("bias", "int32_t"),
         W("mult", "int32_t"), W("shift", "int32_t"), *I("rows k n"), *I("zx zy lo hi", "int32_t"))
 declare(SET, "lut_s8", In("in", "int8_t"), Out("out", "int8_t"), *I("count"), W("table", "int8_t"))
 declare(SET, "matmul_f32", In("a", "float"), In("b", "float"), Out("out", "float"), W("a_off", "int32_t"),
