@@ -62,13 +62,22 @@ def test_mlperf_tiny_models_fit_and_run_bit_exact(work, model, calib, shape):
 
 
 def test_too_large_for_the_small_board_fails_with_a_size_report(work):
-    r = cli("build", "--board", "cortex-m7-small", "--profile", "lite", "--model", EXAMPLES / "resnet8_fp32.onnx",
-            "--calib", work / "r8_calib.npy", "-o", work / "small", cwd=work)
+    small = ["build", "--board", "cortex-m7-small", "--profile", "lite", "--model", EXAMPLES / "resnet8_fp32.onnx",
+             "--calib", work / "r8_calib.npy", "-o", work / "small"]
+    # the arena cannot fit the board's RAM even in row bands: said before any C is built
+    r = cli(*small, cwd=work)
     assert r.returncode == 4, r.stderr
     line = r.stderr.strip().splitlines()[-1]
-    assert line.startswith("cuvil-sdk: error:") and "overflow" in line.lower() or "budget" in line.lower()
-    assert "Traceback" not in r.stderr
-    # the build is removed, but its link map (what took the space) is kept, and the error says where
+    assert line.startswith("cuvil-sdk: error: the model does not fit board 'cortex-m7-small': its arena needs "), line
+    assert "the board's RAM leaves 12288 B" in line and "Traceback" not in r.stderr  # 16 KiB less the 4 KiB stack
+    assert not (work / "small").exists() and not (work / "small.partial").exists()
+    # an arena budget above the RAM: the link overflows; the build is removed, but its link map
+    # (what took the space) is kept, and the error says where
+    r = cli(*small, "--arena-budget", "1000000", cwd=work)
+    assert r.returncode == 4, r.stderr
+    line = r.stderr.strip().splitlines()[-1]
+    assert line.startswith("cuvil-sdk: error: the model does not fit board 'cortex-m7-small': "), line
+    assert "RAM overflowed by " in line and "resnet8_fp32_arena" in line and "Traceback" not in r.stderr
     kept = work / "small" / "failed-build" / "resnet8_fp32.map"
     assert line.endswith(f"; the link map is kept in {kept}") and kept.is_file()
     assert "Memory Configuration" in kept.read_text()

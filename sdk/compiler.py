@@ -219,7 +219,9 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
         selections[id(graph)] = selection
         return plan_arena(graph, sharing, search)
 
-    g, plan, tiling = fit_budget(g, arena_budget_of(req, arena_region), planned, note=say)
+    budget = arena_budget_of(req, arena_region)
+    board_ram = req.board.name if budget is not None and req.arena_budget is None else None
+    g, plan, tiling = fit_budget(g, budget, planned, note=say, board=board_ram)
     info = generate(g, plan, req.board, options, req.name or req.model.stem, out_dir, selections[id(g)])
     info["profile"] = req.profile.name
     info["threads"] = threads

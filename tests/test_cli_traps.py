@@ -180,7 +180,7 @@ def test_closed_pipe_ends_quietly(tmp_path):
     exe = [sys.executable, "-m", "cuvil_sdk.cli", "boards"]
     r = subprocess.run(" ".join(exe) + " | head -1", shell=True, capture_output=True, text=True, cwd=tmp_path,
                        executable="/bin/bash")
-    assert r.stdout.startswith("cortex-m7") and len(r.stdout.splitlines()) == 1
+    assert r.stdout.startswith("cortex-m") and len(r.stdout.splitlines()) == 1  # the first board of the list
     assert r.stderr == ""
     r = subprocess.run("set -o pipefail; " + " ".join(exe) + " --json | head -c 10", shell=True, capture_output=True,
                        text=True, cwd=tmp_path, executable="/bin/bash")

@@ -71,10 +71,12 @@ def tried(found: list[tuple[float, int, Region]]) -> list[tuple[float, int, Regi
 
 
 def fit_budget(g: Graph, budget: int | None, plan: Callable[..., ArenaPlan],
-               note: Callable[[str], None] = lambda _: None) -> tuple[Graph, ArenaPlan, Tiling | None]:
+               note: Callable[[str], None] = lambda _: None, board: str | None = None
+               ) -> tuple[Graph, ArenaPlan, Tiling | None]:
     """The graph to build and its plan: g itself when its arena fits `budget` (or there is none),
     else g with its first layers in row bands, the cheapest split that fits. `plan(graph,
-    search=0)`: the caller's kernel selection and planner (search: planner.plan_arena's)."""
+    search=0)`: the caller's kernel selection and planner (search: planner.plan_arena's).
+    `board`: the board whose RAM the budget is (no --arena-budget given), for the error."""
     whole = plan(g)
     if budget is None or whole.size <= budget:
         return g, whole, None
@@ -94,5 +96,14 @@ def fit_budget(g: Graph, budget: int | None, plan: Callable[..., ArenaPlan],
             tiling = Tiling(names, bands, [list(r) for r in band_limits(rows, bands)], macs, whole_macs,
                             whole.size, budget)
             return banded, p, tiling
-    raise BudgetError(f"the arena cannot be brought within the budget of {budget} B: the smallest arena found is "
-                      f"{smallest} B ({how}); give --arena-budget {smallest} or more")
+    raise over_budget(budget, smallest, how, board)
+
+
+def over_budget(budget: int, smallest: int, how: str, board: str | None) -> BudgetError:
+    """The error when no split fits: a budget the user gave can be raised; a board's RAM cannot."""
+    if board is None:
+        return BudgetError(f"the arena cannot be brought within the budget of {budget} B: the smallest arena found "
+                           f"is {smallest} B ({how}); give --arena-budget {smallest} or more")
+    return BudgetError(f"the model does not fit board '{board}': its arena needs {smallest} B at the least ({how}), "
+                       f"the board's RAM leaves {budget} B for it (its size less the stack); choose a board with "
+                       f"more RAM or place the arena in a larger region (--arena-region)")
