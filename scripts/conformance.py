@@ -7,7 +7,10 @@ The cases are the `onnx` package's own (`onnx.backend.test.case.node`, generated
 with the package's fixed seed: its wheel does not ship the `data/node` files). A case is
 in scope when every op of its model is in the op registry (`supported_ops()`), so ops that
 other branches register are picked up without touching this file. In-scope cases whose
-runtime input or outputs are not float32, or that exercise training mode, are listed as not
+runtime input or outputs are of a type the SDK does not compute at run time (it computes
+float32, int8, int16, int32, int64, uint8 and bool tensors), whose outputs are empty, that
+train (a Dropout that drops at random, BatchNormalization with training_mode = 1) or that are
+training losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss bodies) are listed as not
 applicable with the reason; the others are compiled through the real pipeline
 (`compiler.compile_into`, fp32, `host`, standard profile), built into a few shared
 libraries (one gcc call per batch of cases, -O1: one SCons run per case would take
@@ -50,6 +53,10 @@ DOC = ROOT / "docs" / "conformance.md"
 BOARD, PROFILE = "host", "standard"
 BATCH = 24  # cases per shared library
 FLOAT = onnx.TensorProto.FLOAT
+# the element types of tensors the SDK computes at run time (issue 30: integers and bool too)
+RUNTIME_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32,
+                 onnx.TensorProto.INT64, onnx.TensorProto.UINT8, onnx.TensorProto.BOOL}
+TRAINING_LOSSES = ("test_nllloss", "test_sce")  # the losses' function bodies, when their ops are all registered
 
 
 @dataclass
@@ -97,22 +104,51 @@ def type_name(value_info: onnx.ValueInfoProto) -> str:
     return onnx.TensorProto.DataType.Name(t).lower() if t >= 0 else value_info.type.WhichOneof("value")
 
 
-def not_applicable(case: Case) -> str:
-    """The reason a case cannot apply to an fp32 static-graph compiler, or ''."""
+def values_by_name(case: Case) -> dict[str, np.ndarray]:
+    """The case's input values and the model's initializers, by tensor name."""
     g = case.model.graph
-    if "training" in case.name:
+    values = {vi.name: np.asarray(a) for vi, a in zip(g.input, case.inputs) if isinstance(a, (np.ndarray, np.generic))}
+    values.update({t.name: numpy_helper.to_array(t) for t in g.initializer})
+    return values
+
+
+def trains(case: Case) -> bool:
+    """A node in training mode whose result an inference compiler cannot give: a Dropout with
+    training_mode true and a ratio above 0 (its mask is random), a BatchNormalization with
+    training_mode = 1 (batch statistics, running statistics updated). A Dropout whose ratio is 0
+    keeps every value, and training_mode false is inference: those apply."""
+    values = values_by_name(case)
+    for node in case.model.graph.node:
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if node.op_type == "BatchNormalization" and attrs.get("training_mode", 0):
+            return True
+        if node.op_type == "Dropout" and len(node.input) > 2 and node.input[2]:
+            training = values.get(node.input[2])
+            ratio = values.get(node.input[1]) if len(node.input) > 1 and node.input[1] else None
+            if training is None or (bool(training) and (ratio is None or float(ratio) != 0.0)):
+                return True
+    return False
+
+
+def not_applicable(case: Case) -> str:
+    """The reason a case cannot apply to a static-graph inference compiler of float32, integer
+    and bool tensors, or ''."""
+    g = case.model.graph
+    if case.name.startswith(TRAINING_LOSSES):
+        return "training loss"
+    if trains(case):
         return "training mode"
     if not g.input:
         return "no runtime input (the model is a constant)"
-    if elem_type(g.input[0]) != FLOAT:
-        return f"runtime input is {type_name(g.input[0])}, not float32"
-    for o in g.output:
-        if elem_type(o) != FLOAT:
-            return f"output '{o.name}' is {type_name(o)}, not float32"
     if any(not isinstance(a, np.ndarray) for a in case.inputs + case.outputs):
         return "sequence or optional values"
-    if any(a.size == 0 for a in case.inputs[:1] + case.outputs):
-        return "empty tensor"
+    if elem_type(g.input[0]) not in RUNTIME_TYPES:
+        return f"runtime input is {type_name(g.input[0])}, not a run-time type (float32, integers, bool)"
+    for o in g.output:
+        if elem_type(o) not in RUNTIME_TYPES:
+            return f"output '{o.name}' is {type_name(o)}, not a run-time type (float32, integers, bool)"
+    if any(a.size == 0 for a in case.outputs):
+        return "empty output"
     return ""
 
 
@@ -212,6 +248,13 @@ def check_outputs(case: Case, lib: Path) -> None:
             case.status, case.reason = "fail", f"output '{vi.name}' has {y.size} values, expected {want.size}"
             return
         y = y.reshape(want.shape)
+        if want.dtype.kind in "biu":  # integers and bool: the same type and every value exact
+            if y.dtype != want.dtype or not np.array_equal(y, want):
+                wrong = int(np.count_nonzero(y != want)) if y.dtype == want.dtype else y.size
+                case.status, case.reason = "fail", (f"output '{vi.name}' ({y.dtype.name}) differs from the expected "
+                                                    f"{want.dtype.name} values in {wrong} of {y.size} places")
+                return
+            continue
         if not np.allclose(y, want, rtol=case.rtol, atol=case.atol, equal_nan=True):
             err = np.abs(y.astype(np.float64) - want)
             case.status, case.reason = "fail", (f"output '{vi.name}' differs: max abs error {err.max():.3g} "
@@ -259,8 +302,10 @@ def render(cases: list[Case]) -> str:
     lines = ["# ONNX backend node tests (fp32, `host` board)", "",
              "Generated by `scripts/conformance.py` (checked by tests/test_onnx_conformance.py); do not edit.", "",
              f"onnx {onnx.__version__}. The cases are those of the onnx package whose every op is in the op registry "
-             "(SUPPORTED_OPS.md). Inputs after the first are compiled as constants; outputs are compared at each "
-             "case's tolerance (rtol 1e-3, atol 1e-7).", "",
+             "(SUPPORTED_OPS.md). Inputs after the first are compiled as constants; float outputs are compared at "
+             "each case's tolerance (rtol 1e-3, atol 1e-7), integer and bool outputs exactly (type and values). "
+             "A case applies when its runtime input and its outputs are float32, int8, int16, int32, int64, uint8 "
+             "or bool tensors (not empty), it does not train and it is not a training loss.", "",
              f"**{s['pass']} of {s['applicable']} applicable cases pass ({rate:.1f}%)**; {s['fail']} fail; "
              f"{s['n/a']} are not applicable.", "",
              "| case | ops | result | reason |", "|---|---|---|---|"]
