@@ -153,12 +153,14 @@ def not_applicable(case: Case) -> str:
 
 
 def with_constant_inputs(case: Case) -> onnx.ModelProto:
-    """The case's model with inputs after the first turned into initializers."""
+    """The case's model with inputs after the first turned into initializers (IR version 3 and
+    older want every initializer listed among the graph's inputs too: there they stay listed)."""
     m = onnx.ModelProto()
     m.CopyFrom(case.model)
     keep, consts = m.graph.input[0], list(zip(m.graph.input[1:], case.inputs[1:]))
+    listed = [vi for vi, _ in consts] if m.ir_version < 4 else []
     del m.graph.input[:]
-    m.graph.input.append(keep)
+    m.graph.input.extend([keep, *listed])
     for vi, value in consts:
         m.graph.initializer.append(numpy_helper.from_array(np.asarray(value), vi.name))
     return m

@@ -102,6 +102,14 @@ class KernelDecl:
     # before it writes the output at its place). The planner puts such an output over such an
     # input when the input is read by nothing later (planner/arena.py).
     in_place: tuple[tuple[str, str], ...] = ()
+    # "void", or "int" for a kernel that checks its run-time indices: it returns 0, or non-zero
+    # when an index is out of range (it then read and wrote nothing outside its tensors), and
+    # the model's run function returns <NAME>_ERR_INDEX (templates/common/model.c.j2)
+    returns: str = "void"
+
+    @property
+    def checked(self) -> bool:
+        return self.returns == "int"
 
     @property
     def declared_name(self) -> str:
@@ -208,9 +216,12 @@ DECLARATIONS: dict[str, dict[str, KernelDecl]] = {}
 
 
 def declare(kernel_set: str, name: str, *params: Param | Iterable[Param],
-            in_place: Iterable[tuple[str, str]] = ()) -> KernelDecl:
+            in_place: Iterable[tuple[str, str]] = (), returns: str = "void") -> KernelDecl:
     """Declare a kernel: its parameters in C order; in_place: (output, input) parameter pairs
-    where the output may be that input's own buffer (see KernelDecl.in_place)."""
+    where the output may be that input's own buffer (see KernelDecl.in_place); returns: "int"
+    for a kernel that checks run-time indices (see KernelDecl.returns)."""
+    if returns not in ("void", "int"):
+        raise KernelInterfaceError(f"kernel {name}: returns {returns!r}, expected void or int")
     flat: list[Param] = []
     for p in params:
         flat.extend([p] if isinstance(p, Param) else list(p))
@@ -225,7 +236,7 @@ def declare(kernel_set: str, name: str, *params: Param | Iterable[Param],
     decls = DECLARATIONS.setdefault(kernel_set, {})
     if name in decls:
         raise KernelInterfaceError(f"kernel {name} of set {kernel_set} declared twice")
-    decls[name] = KernelDecl(kernel_set, name, tuple(flat), in_place=pairs)
+    decls[name] = KernelDecl(kernel_set, name, tuple(flat), in_place=pairs, returns=returns)
     return decls[name]
 
 
