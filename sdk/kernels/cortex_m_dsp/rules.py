@@ -31,6 +31,7 @@ from ...ir import Graph, Node
 from ..contract import Declined, KernelCall, Weight, kernel
 from ..kernel_sets import Answer, KernelSet, register_kernel_set
 from ..simd_layout import STRIDED_SOFTMAX, pick, row_softmax_args, undilated_pool
+from ..simd_rules import argmax_rule
 
 COL_WORDS = 1152  # CUVIL_DSP_COL_WORDS (conv2d_s8_dsp.h.j2): the tile's columns, px * K' <= 2 * COL_WORDS values
 RUN_BYTES = 256  # CUVIL_DSP_RUN: the longest window of the "run" layout (conv2d_s8_dsp.h.j2)
@@ -518,9 +519,15 @@ def transpose_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     return kernel(SET, "transpose_s8_dsp")(**c.args)
 
 
+def argmax_rule_dsp(c: KernelCall, node: Node, g: Graph, options) -> Answer:
+    """An int8 ArgMax / ArgMin head: 4 positions a word across channel planes (n <= 256), or each
+    position's values in a row (simd_rules.argmax_rule)."""
+    return argmax_rule(SET, c)
+
+
 @register_kernel_set
 class CortexMDsp(KernelSet):
     name = SET
     rules = {"conv2d_s8": conv_rule, "fc_s8": fc_rule, "maxpool_s8": maxpool_rule,
              "avgpool_s8": avgpool_rule, "add_s8": add_rule, "softmax_s8": softmax_rule,
-             "transpose_s8": transpose_rule}
+             "transpose_s8": transpose_rule, "argmax_s8": argmax_rule_dsp}
