@@ -16,6 +16,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import cuvil_sdk
+import int_cases
 from cuvil_sdk.compiler import frontend_and_passes, quantize
 from cuvil_sdk.boards import get_board
 from cuvil_sdk.profiles import get_profile
@@ -151,3 +152,31 @@ def test_argmax_kernels_bit_exact(tmp_path):
             assert kernels[f"{name}_arg"] == expected, (board, name, kernels[f"{name}_arg"])
         declined = [f for f in b.info["fallbacks"] if f["layer"] == "planes_too_many_arg"]
         assert declined and "byte-wide indices hold 256" in declined[0]["reason"]
+
+
+# --- the portable integer kernels on every board -----------------------------------------------------
+def test_integer_ops_model_on_every_board(tmp_path):
+    """int_cases.py's model (casts, comparisons, logic, Where, wrapping arithmetic, reductions, ArgMax,
+    TopK, the gathers, ScatterElements, OneHot, int64 data movement) in int8 on host, rpi5 and
+    cortex-m7: the numpy reference bit for bit, and its integer outputs ONNX Runtime's (the layers
+    of integers are the same in every build; tests/test_integer_ops.py checks each kernel's float
+    build on host)."""
+    path = int_cases.save(tmp_path)
+    x, calib = int_cases.samples(2, seed=6), int_cases.samples(8, seed=7)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    runs = [session.run(None, {k: v[i] for k, v in x.items()}) for i in range(2)]
+    want = {o.name: np.stack([r[k] for r in runs]) for k, o in enumerate(session.get_outputs())}
+    req = CompileRequest(model=path, board=get_board("host"), profile=get_profile("lite"), precision="int8",
+                         calib=calib)
+    g = frontend_and_passes(req)
+    quantize(g, req)
+    reference = [run_quantized_model(g, {k: v[i] for k, v in x.items()})[1] for i in range(2)]
+    exact = [name for name in g.outputs if g.tensors[name].is_integer and name not in ("an", "none_of")]
+    assert len(exact) == 9  # (an, none_of: integers of quantized floats)
+    for board in BOARDS_INT8:
+        got = build(path, board, "int8", tmp_path, calib).run(x)
+        for name in g.outputs:
+            w = np.stack([r[name] for r in reference])
+            np.testing.assert_array_equal(got[name].reshape(w.shape), w, err_msg=f"{board}: {name}")
+        for name in exact:
+            np.testing.assert_array_equal(got[name].reshape(want[name].shape), want[name], err_msg=f"{board}: {name}")

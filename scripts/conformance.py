@@ -42,10 +42,11 @@ from onnx import numpy_helper
 
 from cuvil_sdk.boards import get_board
 from cuvil_sdk.codegen import sanitize
-from cuvil_sdk.compiler import CompileRequest, compile_into
+from cuvil_sdk.compiler import CompileRequest, compile_into, frontend_and_passes
 from cuvil_sdk.errors import CuvilError
 from cuvil_sdk.ops import supported_ops
 from cuvil_sdk.profiles import get_profile
+from cuvil_sdk.reference import run_float
 from cuvil_sdk import runtime
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -244,6 +245,22 @@ def check_outputs(case: Case, lib: Path) -> None:
     except CuvilError as exc:
         case.status, case.reason = "fail", f"run: {first_line(str(exc))}"
         return
+    compare_outputs(case, got)
+
+
+def check_reference(case: Case, project: Path) -> None:
+    """The case checked on the SDK's numpy float reference instead of its built C (the same
+    compiled graph: frontend and passes; compile_case already compiled it)."""
+    req = CompileRequest(model=project.parent / "model.onnx", board=get_board(BOARD), profile=get_profile(PROFILE),
+                         precision="fp32", name=case.name)
+    g = frontend_and_passes(req)
+    with np.errstate(all="ignore"):
+        values = run_float(g, {g.inputs[0]: case.inputs[0]})
+    compare_outputs(case, [values[name] for name in g.outputs])
+
+
+def compare_outputs(case: Case, got: list[np.ndarray]) -> None:
+    """The case's status and reason from its outputs against the expected ones."""
     for vi, y, want in zip(case.model.graph.output, got, case.outputs):
         y = np.asarray(y)
         if y.size != want.size:
@@ -265,8 +282,24 @@ def check_outputs(case: Case, lib: Path) -> None:
     case.status, case.reason = "pass", ""
 
 
-def run_cases(cases: list[Case], jobs: int = 2) -> list[Case]:
-    """Classify, compile, build and run every case (results are written into the cases)."""
+# The ops registered for issue 30. A case with float32 input and outputs that uses one of them
+# became applicable only because its function body's ops are all registered now (the expanded
+# Attention cases, CastLike's and Mod's bodies): the test suite checks those on the numpy reference
+# (`built_in_c`), which the kernel grids already cover; this script builds every case.
+ISSUE30_OPS = {"CastLike", "Mod", "TopK", "GatherElements", "GatherND", "ScatterElements", "OneHot", "Xor"}
+
+
+def built_in_c(case: Case) -> bool:
+    """Whether the test suite builds and runs the case in C: it has an integer or bool input or
+    output (issue 30's kernels), or it applied before issue 30 (float32, none of ISSUE30_OPS)."""
+    g = case.model.graph
+    types = {elem_type(vi) for vi in list(g.input[:1]) + list(g.output)}
+    return types != {FLOAT} or not set(case.ops) & ISSUE30_OPS
+
+
+def run_cases(cases: list[Case], jobs: int = 2, in_c=lambda case: True) -> list[Case]:
+    """Classify, compile, build and run every case (results are written into the cases); the
+    cases that `in_c` declines are checked on the numpy reference instead of their C."""
     work = Path(tempfile.mkdtemp(prefix="cuvil-conformance-"))
     try:
         compiled = []
@@ -276,8 +309,12 @@ def run_cases(cases: list[Case], jobs: int = 2) -> list[Case]:
                 case.status, case.reason = "n/a", reason
                 continue
             project = compile_case(case, work)
-            if project is not None:
+            if project is None:
+                continue
+            if in_c(case):
                 compiled.append((case, project))
+            else:
+                check_reference(case, project)
         batches = [compiled[i:i + BATCH] for i in range(0, len(compiled), BATCH)]
         for batch_cases, lib in build_batches(batches, work, jobs):
             for case in batch_cases:

@@ -446,3 +446,28 @@ def test_runtime_takes_and_returns_the_declared_types(classifier):
         # an id past the table is an index out of range, raised, not read
         with pytest.raises(ModelError, match="an index input is out of range"):
             lib(np.array([[20, 0, 0, 0, 0, 0]], np.int64))
+
+
+# --- bad input: one line, exit 3 ------------------------------------------------------------------
+def test_dynamic_output_shape_is_refused_naming_the_node(tmp_path):
+    graph = helper.make_graph([helper.make_node("NonZero", ["x"], ["idx"], name="nz")], "nz",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("idx", TensorProto.INT64, [2, None])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "nz.onnx"))
+    with pytest.raises(ModelError, match=r"node 'nz' \(NonZero\): its output's shape is the number of non-zero "
+                                         r"values at run time \(a dynamic output shape\)"):
+        load_model(tmp_path / "nz.onnx", PROFILE, BOARD, {})
+
+
+def test_cli_refuses_float_data_for_token_ids(classifier, tmp_path):
+    """`run` with float data for an int64 input: exit 3 and one line, before anything is built."""
+    import subprocess
+    _, _, tmp = classifier
+    np.save(tmp_path / "x.npy", np.zeros((2, 1, 6), np.float32))
+    r = subprocess.run([sys.executable, "-m", "cuvil_sdk.cli", "run", "--board", "host", "--profile", "standard",
+                        "--precision", "fp32", "--model", str(tmp / "cls.onnx"), "--input", str(tmp_path / "x.npy"),
+                        "--output", str(tmp_path / "y.npz")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 3, r.stderr
+    assert r.stderr.strip().splitlines() == ["cuvil-sdk: error: input data: array for 'ids' has dtype float32, "
+                                             "expected int64: indices and token ids are integers "
+                                             "(x.astype(np.int64) if the values are whole numbers)"]

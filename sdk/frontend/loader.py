@@ -126,11 +126,24 @@ def refuse_unknown_custom_ops(model: onnx.ModelProto) -> None:
         check_node_types(model, node)
 
 
+# ONNX ops whose output's shape depends on the values of their input (how many are non-zero,
+# unique, kept by a non-maximum suppression, ...): a static-shape compiler cannot give them one
+DYNAMIC_SHAPE_OPS = {"NonZero": "the number of non-zero values", "Unique": "the number of distinct values",
+                     "NonMaxSuppression": "the number of boxes kept", "Compress": "the number of true conditions",
+                     "StringSplit": "the number of substrings"}
+
+
 def refuse_unsupported(model: onnx.ModelProto) -> None:
     """An ONNX op the SDK lacks: the list of those it has (90-odd names) is `cuvil-sdk ops`'s,
-    not this line's; the way to add one is a plugin (ONNX's own domain takes plugin ops too)."""
+    not this line's; the way to add one is a plugin (ONNX's own domain takes plugin ops too).
+    An op whose output shape depends on values is named as such (no plugin can give it one)."""
     for node in model.graph.node:
-        if op_key(node.domain, node.op_type) not in REGISTRY:
+        key = op_key(node.domain, node.op_type)
+        if key not in REGISTRY and node.op_type in DYNAMIC_SHAPE_OPS and node.domain in ("", "ai.onnx"):
+            raise ModelError(f"node '{node.name or node.op_type}' ({node.op_type}): its output's shape is "
+                             f"{DYNAMIC_SHAPE_OPS[node.op_type]} at run time (a dynamic output shape); static shapes "
+                             f"are required")
+        if key not in REGISTRY:
             raise ModelError(f"node '{node.name or node.op_type}': op '{node.op_type}' is not supported "
                              f"(`cuvil-sdk ops` lists the supported ops); provide it with --plugin FILE.py "
                              f"(see docs/custom_ops.md)")

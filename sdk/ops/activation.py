@@ -186,10 +186,10 @@ def make_activation(op_type: str) -> type[OpDef]:
             count = g.tensors[node.inputs[0]].size
             if precision == "int8":
                 return call("lut_s8", **io_args(node), count=count, table=Weight("table", node.q["table"], "int8_t"))
-            lo, hi = clip_bounds(node, g) if op_type == "Clip" else (-3.0e38, 3.0e38)
+            lo, hi = clip_bounds(node, g) if op_type == "Clip" else (-np.inf, np.inf)  # inf: no bound
             alpha, beta = alpha_beta(node)
             return call("activation_f32", **io_args(node), count=count, code=act_code(node), alpha=alpha, beta=beta,
-                        lo=max(lo, -3.0e38), hi=min(hi, 3.0e38))
+                        lo=lo, hi=hi)
 
     Activation.op_type = op_type
     Activation.__name__ = op_type

@@ -95,9 +95,10 @@ def is_wide(node: Node) -> bool:
 
 
 def float_bounds(node: Node) -> dict[str, float]:
-    """The lo/hi arguments of float kernels for a fused activation (huge values = none)."""
+    """The lo/hi arguments of float kernels for a fused activation (+/-inf = none: a -inf mask
+    value stays -inf, as ONNX Runtime keeps it)."""
     lo, hi = fused_range(node)
-    return {"lo": max(lo, -3.0e38), "hi": min(hi, 3.0e38)}
+    return {"lo": lo, "hi": hi}
 
 
 def io_args(node: Node, index: int = 0) -> dict[str, Buf]:
