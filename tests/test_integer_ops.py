@@ -417,6 +417,9 @@ def test_header_and_manifest_declare_the_types(classifier):
     assert ("int cls_run_batch(void *arena, int n, const int64_t *in0, float *out0, int64_t *out1, bool *out2);"
             in header)
     assert "#include <stdbool.h>" in header
+    for line in ("#define CLS_INPUT_0_TYPE int64_t", "#define CLS_OUTPUT_0_TYPE float", "#define CLS_OUTPUT_1_TYPE int64_t",
+                 "#define CLS_OUTPUT_2_TYPE bool"):
+        assert line in header
     assert [(t["name"], t["dtype"], t["scale"]) for t in info["inputs"]] == [("ids", "int64", None)]
     assert [(t["name"], t["dtype"]) for t in info["outputs"]] == [("logits", "float32"), ("label", "int64"),
                                                                  ("nonzero", "bool")]
