@@ -18,6 +18,7 @@ from ..planner import ArenaPlan
 from .cuda import generate_cuda
 from .kernel_files import environment, kernel_source
 from ..kernels.dtypes import CTYPES
+from .harness_types import pointer_type
 from .lowering import Lowered, Selection, c_float, lower_graph, select_layers
 from .sanitize import c_char_codes, c_identifier
 from .weights_blob import Blob, layout, write_blob
@@ -82,12 +83,6 @@ def manifest(g: Graph, prefix: str, board: Board, precision: str, plan: ArenaPla
     return {"name": prefix, "board": board.name, "arch": board.get("arch", ""), "precision": precision,
             "arena_bytes": plan.size, "inputs": [{k: v for k, v in e.items() if k not in C_ONLY} for e in inputs],
             "outputs": [{k: v for k, v in e.items() if k not in C_ONLY} for e in outputs]}
-
-
-def pointer_type(entries: list[dict], key: str) -> str:
-    """The element type of a run function's array of pointers: the tensors' one type, else void."""
-    types = {e[key] for e in entries}
-    return types.pop() if len(types) == 1 else "void"
 
 
 def common_header(half: bool) -> str:

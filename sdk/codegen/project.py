@@ -7,40 +7,25 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
 from ..boards import Board
 from ..build_info import BuildInfo, to_json
 from ..errors import UsageError
-from ..kernels.dtypes import CTYPES
-from .emit import ARENA_ALIGN, pointer_type
+from .emit import ARENA_ALIGN
 from .firmware import render_firmware_files
+from .harness_types import with_types
 from .linux_harness import render_linux_harness
 
 
-def harness_tensor(t: dict, int8: bool) -> dict:
-    """One input or output as a harness handles it (docs/internals.md, harness protocol): `ctype`
-    in the files (float32, or an integer tensor's own type), `run_ctype` at the run function the
-    harness calls (int8 codes in int8 builds), the bytes of one sample in the files."""
-    integer = t["scale"] is None  # integer and bool tensors are never quantized (codegen/emit.py)
-    ctype = CTYPES[t["dtype"]] if integer else "float"
-    return {"index": t["index"], "size": t["size"], "dtype": t["dtype"], "integer": integer, "ctype": ctype,
-            "run_ctype": ctype if integer else "int8_t" if int8 else "float",
-            "bytes": t["size"] * (np.dtype(t["dtype"]).itemsize if integer else 4)}
-
-
 def harness_context(info: dict) -> dict:
-    """What the harness templates need of the model (names, sizes, each input's and output's types)."""
+    """What the harness templates need of the model (names, sizes, each input's and output's
+    types: codegen/harness_types.py)."""
     int8 = info["precision"] == "int8"
-    inputs = [harness_tensor(t, int8) for t in info["inputs"]]
-    outputs = [harness_tensor(t, int8) for t in info["outputs"]]
-    for o in outputs:  # output.bin holds what the run function writes: int8 codes in int8 builds
-        o["ctype"], o["bytes"] = o["run_ctype"], o["size"] * (np.dtype(o["dtype"]).itemsize if o["integer"] else 1
-                                                               if int8 else 4)
-    return {"name": info["name"], "NAME": info["name"].upper(), "int8": int8, "inputs": inputs, "outputs": outputs,
-            # the run function's pointer arrays: one element type, or void where the tensors differ
-            "in_ptr": pointer_type(inputs, "run_ctype"), "out_ptr": pointer_type(outputs, "run_ctype"),
-            "weights_file": info.get("weights", {}).get("file", "") if info.get("weights", {}).get("placement") == "file" else ""}
+    keys = ("index", "size", "dtype", "scale")
+    return with_types({"name": info["name"], "NAME": info["name"].upper(), "int8": int8,
+                       "inputs": [{k: t[k] for k in keys} for t in info["inputs"]],
+                       "outputs": [{k: t[k] for k in keys} for t in info["outputs"]],
+                       "weights_file": info.get("weights", {}).get("file", "")
+                       if info.get("weights", {}).get("placement") == "file" else ""})
 
 
 def add_board_files(board: Board, out_dir: Path, info: dict) -> None:
