@@ -21,8 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import int_cases
 import kernel_cases as kc
 import math_cases as mc
 from cuvil_sdk.boards import Board, get_board
@@ -68,6 +70,10 @@ CONFIGS = [
     Config("cortex-m7", "int8", "grid:encoder"), Config("cortex-m7-portable", "int8", "grid:ops"),
     Config("rpi5", "int8", "digits_cnn"), Config("rpi5", "fp16", "digits_cnn"), Config("rpi5", "int8", "grid:ops"),
     Config("rpi5", "int8", "grid:conv"), Config("rpi5", "fp32", "grid:fp32"), Config("rpi5", "fp16", "grid:fp32"),
+    # integer and bool tensors (int_cases.py): the casts, comparisons, gathers, integer arithmetic; int8 builds
+    # add the tables, the quantizing casts and the sets' ArgMax
+    Config("host", "fp32", "ints:int_ops"), Config("cortex-m7", "int8", "ints:int_ops"),
+    Config("rpi5", "int8", "ints:int_ops"),
 ]
 
 
@@ -84,6 +90,9 @@ def machine_flags(board: Board) -> list[str]:
 
 
 def model_and_calib(config: Config, folder: Path) -> tuple[Path, str | None]:
+    if config.model.startswith("ints:"):
+        np.savez(folder / "calib.npz", **{k: v for k, v in int_cases.samples(8, seed=1).items()})
+        return int_cases.save(folder), str(folder / "calib.npz") if config.precision == "int8" else None
     if not config.model.startswith("grid:"):
         calib = str(EXAMPLES / "digits_calib.npy") if config.precision == "int8" else None
         return EXAMPLES / f"{config.model}.onnx", calib

@@ -4,7 +4,10 @@ A leading sample axis is allowed: for an input of shape S, an array of shape (N,
 samples, and when the batch dimension is 1, so is (N, *S[1:]). Every file problem is a
 ModelError (exit 3) naming the file: missing, not a NumPy file, wrong keys, dtypes or shapes,
 or values that are not finite (NaN or Inf), with the first bad sample's index. Data is never
-cast silently: float64 is narrowed to a float32 input with a note, integers are refused.
+cast silently: float64 is narrowed to a float32 input with a note, integers are refused for a
+float input. Integer inputs (token ids, indices) take integer data whose every value fits their
+type (int32 ids for an int64 input, say: a widening or value-preserving cast, never one that
+changes a value); float data for them is refused, and so is anything but bool for a bool input.
 """
 from __future__ import annotations
 
@@ -147,13 +150,34 @@ class DataTypeError(ModelError, TypeError):
 SCALING_HINT = "; image data usually needs scaling to the model's float range first (e.g. x.astype(np.float32) / 255)"
 
 
+def integer_input_rule(a: np.ndarray, name: str, expected: np.dtype, what: str) -> np.ndarray:
+    """Data for an integer or bool input: its own type, or integers that all fit the input's type
+    (cast without changing a value). Floats are refused (ids and indices are integers, and a
+    rounded one would pick another row), and bool takes bool only (a mask)."""
+    wanted = f"{what}: array for '{name}' has dtype {a.dtype.name}, expected {expected.name}"
+    if expected == np.bool_:
+        raise DataTypeError(f"{wanted} (a mask: pass a bool array)")
+    if a.dtype.kind not in "iu":
+        hint = (f": indices and token ids are integers (x.astype(np.{expected.name}) if the values are whole "
+                f"numbers)" if a.dtype.kind == "f" else "")
+        raise DataTypeError(f"{wanted}{hint}")
+    info = np.iinfo(expected)
+    if a.size and (int(a.min()) < info.min or int(a.max()) > info.max):
+        bad = int(a.min()) if int(a.min()) < info.min else int(a.max())
+        raise DataTypeError(f"{wanted}: the value {bad} does not fit {expected.name}")
+    return a.astype(expected)
+
+
 def input_dtype_rule(a: np.ndarray, name: str, expected: np.dtype, what: str) -> tuple[np.ndarray, str | None]:
     """The array as the input's dtype, and a note when a float was narrowed (float64 data for a
     float32 input). Anything else is refused: a silent cast of integer data (an unscaled uint8
-    image, class indices) would run the model on values it was never trained on."""
+    image, class indices) would run the model on values it was never trained on. Integer and
+    bool inputs: integer_input_rule."""
     expected = np.dtype(expected)
     if a.dtype == expected:
         return a, None
+    if expected.kind in "biu":
+        return integer_input_rule(a, name, expected, what), None
     if a.dtype.kind == "f" and expected.kind == "f":
         note = (f"{what}: '{name}' is {a.dtype.name}, converted to {expected.name}"
                 if a.dtype.itemsize > expected.itemsize else None)
@@ -188,8 +212,31 @@ def load_samples(path: Path, g: Graph, what: str) -> list[dict[str, np.ndarray]]
 
 
 def random_samples(g: Graph, count: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    """Seeded random inputs: floats in [0, 1); integers in [0, the length of the axis they index)
+    (token ids into an embedding: its rows), bool at random."""
     rng = np.random.default_rng(seed)
-    return [{n: rng.random(g.tensors[n].shape, dtype=np.float32) for n in g.inputs} for _ in range(count)]
+    bounds = {n: index_bound(g, n) for n in g.inputs}
+
+    def sample(name: str) -> np.ndarray:
+        t = g.tensors[name]
+        if t.dtype == "bool":
+            return rng.random(t.shape) < 0.5
+        if t.dtype != "float32":
+            return rng.integers(0, bounds[name], t.shape).astype(t.dtype)
+        return rng.random(t.shape, dtype=np.float32)
+    return [{n: sample(n) for n in g.inputs} for _ in range(count)]
+
+
+def index_bound(g: Graph, name: str) -> int:
+    """The values an integer input may take at random: below the smallest dimension it indexes
+    (the data axis of a Gather, GatherElements or GatherND that reads it as indices), else 2."""
+    bounds = []
+    for node in g.consumers(name):
+        if node.op in ("Gather", "GatherElements", "GatherND") and node.inputs[1] == name:
+            data = g.tensors[node.inputs[0]].shape
+            axis = int(node.attrs.get("axis", 0)) % max(len(data), 1) if node.op != "GatherND" else 0
+            bounds.append(data[axis] if data else 1)
+    return max(1, min(bounds, default=2))
 
 
 def write_outputs(path: Path, names: list[str], per_sample: list[dict[str, np.ndarray]]) -> None:

@@ -7,7 +7,11 @@
 
 Calling the model returns the output array itself for a single-output model, and a dict
 {output name: array} for a model with several outputs; `model.run(x)` always returns the
-dict. A leading sample axis works as on the CLI: for an input of shape (1, 1, 8, 8), an
+dict. Float inputs and outputs are float32 arrays (quantized and dequantized inside int8 builds);
+integer and bool ones (token ids, class indices, masks) are arrays of their own type
+(`model.input_dtypes`, `model.output_dtypes`): an integer input takes integer data whose values
+fit its type, never floats (data.py). A model whose index input is out of range (a Gather's
+token id past the table) raises ModelError: the library read nothing outside its tensors. A leading sample axis works as on the CLI: for an input of shape (1, 1, 8, 8), an
 array (N, 1, 8, 8) is N samples, run one after the other, and the outputs are stacked the
 same way ((N, 10) for an output of shape (1, 10)); (N, 1, 1, 8, 8) gives (N, 1, 10).
 
@@ -42,6 +46,11 @@ ELF_MACHINES = {0x3E: "x86_64", 0xB7: "aarch64", 0x28: "arm"}
 # library needs and the CPU lacks.
 MISSING_FEATURES = {1: "AVX", 2: "AVX2", 4: "FMA", 8: "OS support for AVX state (XSAVE/ymm)"}
 FLOAT32 = np.dtype(np.float32)
+# what a run function returns besides 0 (templates/common/model.c.j2, model.h.j2)
+ERR_INDEX = 17
+RETURN_CODES = {2: "the CPU lacks the instructions the library needs", 16: "its weights are not loaded",
+                ERR_INDEX: "an index input is out of range (a Gather, GatherElements, GatherND or ScatterElements "
+                           "index outside its axis; nothing was read or written outside a tensor)"}
 # The fast path's remembered arrays (Model._fast) before the first call and after close():
 # (input array, its pointer, its shape, n, output shape) and (out= array, its pointer, its shape).
 NO_INPUT, NO_OUTPUT = (None,) * 5, (None,) * 3
@@ -84,7 +93,9 @@ class Model:
         # what a call checks, computed once (a call parses and allocates nothing else)
         self._in_shapes = self.input_shapes
         self._out_shapes = self.output_shapes
-        self._single = len(self._in_shapes) == 1 and len(self._out_shapes) == 1
+        # the fast path (_fast) takes float32 in and out
+        floats = all(t["scale"] is not None for t in self.manifest["inputs"] + self.manifest["outputs"])
+        self._single = len(self._in_shapes) == 1 and len(self._out_shapes) == 1 and floats
         if self._single:
             self._in_shape, self._out_shape = self._in_shapes[0], self._out_shapes[0]
         self._x_cache: tuple = NO_INPUT  # the fast path's last input and out= arrays (see _fast)
@@ -153,6 +164,21 @@ class Model:
     def dtypes(self) -> dict[str, str]:
         return {t["name"]: t["dtype"] for t in self.manifest["inputs"] + self.manifest["outputs"]}
 
+    def _dtypes(self, entries: list[dict], raw: bool) -> list[np.dtype]:
+        """Each tensor's array type: float32 (int8 at run_int8) for float tensors, its own for
+        integer and bool ones (the manifest gives them no scale)."""
+        return [np.dtype(t["dtype"]) if t["scale"] is None or raw else FLOAT32 for t in entries]
+
+    @property
+    def input_dtypes(self) -> list[np.dtype]:
+        """The array type model(x) takes for each input: float32, or an integer or bool type."""
+        return self._dtypes(self.manifest["inputs"], False)
+
+    @property
+    def output_dtypes(self) -> list[np.dtype]:
+        """The array type model(x) returns for each output."""
+        return self._dtypes(self.manifest["outputs"], False)
+
     @property
     def input_scales(self) -> list[tuple[float, int]]:
         return [(t["scale"], t["zero_point"]) for t in self.manifest["inputs"]]
@@ -181,12 +207,12 @@ class Model:
             raise UsageError(f"the model has inputs {self.input_names}: pass a dict")
         return {self.input_names[0]: inputs}
 
-    def _batches(self, inputs, dtype) -> tuple[list[np.ndarray], str]:
+    def _batches(self, inputs, dtypes: list[np.dtype]) -> tuple[list[np.ndarray], str]:
         """Every input as (N, *shape), and how the caller laid the samples out: "one" (no
         sample axis), "stacked" (N, *shape), or "flat" (N, *shape[1:]) for a batch of 1."""
         by_name = self._by_name(inputs)
         arrays, forms = [], set()
-        for name, shape in zip(self.input_names, self.input_shapes):
+        for name, shape, dtype in zip(self.input_names, self.input_shapes, dtypes):
             a, note = input_dtype_rule(np.asarray(by_name[name]), name, dtype, "input")
             if note:  # float64 data for a float32 input: converted, said once per call site
                 warnings.warn(note, stacklevel=user_stacklevel())
@@ -221,15 +247,17 @@ class Model:
             raise UsageError("the model is closed")
         if n == 0:  # an empty batch: nothing to run (and no buffer to point at)
             return
-        if fn(self._arena(), n, *map(pointer, feeds), *map(pointer, outs)) != 0:
-            raise ModelError("the model returned an error")
+        check_return(fn(self._arena(), n, *map(pointer, feeds), *map(pointer, outs)))
 
-    def _run(self, fn, inputs, dtype, out=None) -> dict[str, np.ndarray]:
-        """Every sample in one C call; outputs laid out like the inputs were."""
-        arrays, form = self._batches(inputs, dtype)
+    def _run(self, fn, inputs, raw: bool, out=None) -> dict[str, np.ndarray]:
+        """Every sample in one C call; outputs laid out like the inputs were. raw: run_int8's
+        types (int8 for float tensors)."""
+        arrays, form = self._batches(inputs, self._dtypes(self.manifest["inputs"], raw))
         n = len(arrays[0])
         shapes = [output_shape(shape, n, form) for shape in self._out_shapes]
-        outs = [self._output_array(name, shape, dtype, out) for name, shape in zip(self.output_names, shapes)]
+        dtypes = self._dtypes(self.manifest["outputs"], raw)
+        outs = [self._output_array(name, shape, dtype, out)
+                for name, shape, dtype in zip(self.output_names, shapes, dtypes)]
         self._call(fn, n, [np.ascontiguousarray(a) for a in arrays], outs)
         return dict(zip(self.output_names, outs))
 
@@ -265,8 +293,7 @@ class Model:
         else:
             y, y_ptr = self._output_entry(out, yshape)
         arena = getattr(self._local, "arena", None) or self._arena()
-        if self._run_fn(arena, xc[3], xc[1], y_ptr) != 0:
-            raise ModelError("the model returned an error")
+        check_return(self._run_fn(arena, xc[3], xc[1], y_ptr))
         return y
 
     def _new_output(self, yshape: tuple[int, ...]):
@@ -313,11 +340,12 @@ class Model:
         return y, y_ptr
 
     def run(self, inputs, out=None) -> dict[str, np.ndarray]:
-        """Float inputs -> {output name: float array} (quantized inside for int8 builds)."""
-        return self._run(self._run_fn, inputs, np.float32, out)
+        """Inputs -> {output name: array}: float32 for float tensors (quantized inside int8 builds),
+        integer and bool tensors in their own types."""
+        return self._run(self._run_fn, inputs, False, out)
 
     def __call__(self, inputs, out=None) -> np.ndarray | dict[str, np.ndarray]:
-        """Float inputs -> the output array (single-output model) or {output name: array}.
+        """Inputs -> the output array (single-output model) or {output name: array}.
         `out=` writes into the caller's array (or dict of arrays) instead of new ones."""
         if self._single:
             y = self._fast(inputs, out)
@@ -327,10 +355,11 @@ class Model:
         return next(iter(outputs.values())) if len(outputs) == 1 else outputs
 
     def run_int8(self, inputs, out=None) -> dict[str, np.ndarray]:
-        """int8 inputs -> {output name: int8 array}, the raw quantized model (int8 builds)."""
+        """int8 inputs -> {output name: int8 array}, the raw quantized model (int8 builds); integer
+        and bool tensors in their own types."""
         if not self.int8:
             raise UsageError("run_int8 needs an int8 build")
-        return self._run(self._run_int8, inputs, np.int8, out)
+        return self._run(self._run_int8, inputs, True, out)
 
     def run_with_layers(self, inputs) -> tuple[dict[str, np.ndarray], dict[int, bytes]]:
         """Run a debug build (compiled with debug_dump) and also return each layer's raw output."""
@@ -373,12 +402,18 @@ def closed(*args) -> int:
     raise UsageError("the model is closed")
 
 
+def check_return(code: int) -> None:
+    """A run function's return code: 0, or ModelError saying what it means."""
+    if code != 0:
+        raise ModelError(f"the model returned error {code}: {RETURN_CODES.get(code, 'unknown error')}")
+
+
 def pointer(a: np.ndarray):
     """A C pointer to an array's data for a ctypes call: byref of a zero-copy view, several
     times cheaper than `a.ctypes.data` (arrays that are read-only take the slower path)."""
-    if a.flags.writeable:
+    if a.flags.writeable and a.size:
         return ctypes.byref(ctypes.c_char.from_buffer(a))
-    return ctypes.c_void_p(a.ctypes.data)
+    return ctypes.c_void_p(a.ctypes.data)  # read-only, or empty (a tensor with a dimension of 0)
 
 
 def output_shape(shape: tuple[int, ...], n: int, form: str) -> tuple[int, ...]:

@@ -78,6 +78,13 @@ def reference_label(reference: dict) -> str:
     return f"the SDK's numpy float reference, where {ops}"
 
 
+def integer_metrics(ours: np.ndarray, ref: np.ndarray) -> dict[str, float]:
+    """An integer or bool output (class indices, masks): the share of values equal to the
+    reference's, and of samples whose every value is."""
+    a, b = ours.reshape(len(ours), -1), ref.reshape(len(ref), -1)
+    return {"agreement": float((a == b).mean()), "samples_exact": float((a == b).all(1).mean())}
+
+
 def metrics(ours: np.ndarray, ref: np.ndarray) -> dict[str, float]:
     a = ours.reshape(len(ours), -1).astype(np.float64)
     b = ref.reshape(len(ref), -1).astype(np.float64)
@@ -138,7 +145,7 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=
     for t in info["outputs"]:
         ours = np.stack([r[t["name"]] for r in result["outputs"]])
         ref = np.stack([r[t["name"]] for r in reference]).reshape(ours.shape)
-        report["outputs"][t["name"]] = metrics(ours, ref)
+        report["outputs"][t["name"]] = integer_metrics(ours, ref) if t["scale"] is None else metrics(ours, ref)
         if labels is not None and t is info["outputs"][0]:
             report["accuracy"] = float((ours.reshape(len(ours), -1).argmax(1) == labels).mean())
             report["float_accuracy"] = float((ref.reshape(len(ref), -1).argmax(1) == labels).mean())
@@ -184,9 +191,10 @@ def per_layer_table(req: CompileRequest, samples: list[dict], jobs: int, tmp: Pa
 
 
 def to_onnx_layout(raw: bytes, layer: dict) -> np.ndarray:
-    dtype = np.int8 if layer["output_dtype"] == "int8" else np.float32
-    value = np.frombuffer(raw, dtype=dtype).reshape(layer["output_shape"])
-    if dtype == np.int8:
+    """A layer's dumped output in the ONNX layout: int8 codes dequantized (integer and bool
+    tensors have no scale: their values are compared as they are)."""
+    value = np.frombuffer(raw, dtype=np.dtype(layer["output_dtype"])).reshape(layer["output_shape"])
+    if layer["scale"] is not None:
         value = dequantize(value, layer["scale"], layer["zero_point"])
     return value.transpose(np.argsort(layer["onnx_perm"]))
 
@@ -196,6 +204,9 @@ def human_table(report: dict) -> str:
              f"against {reference_label(report['reference'])}"]
     lines.append(f"  {'output':24} {'cosine':>8} {'rel L2':>8} {'MAE':>10} {'RMSE':>10} {'top-1':>7}")
     for name, m in report["outputs"].items():
+        if "agreement" in m:  # an integer output: exact values
+            lines.append(f"  {name[:24]:24} equal values {m['agreement']:.2%}, samples exact {m['samples_exact']:.2%}")
+            continue
         lines.append(f"  {name[:24]:24} {m['cosine']:8.5f} {m['rel_l2']:8.5f} {m['mae']:10.5g} {m['rmse']:10.5g} "
                      f"{m['top1_agreement']:7.2%}")
     if report.get("float_layers"):

@@ -12,7 +12,7 @@ import pytest
 from cuvil_sdk.kernels.contract import DECLARATIONS, KernelInterfaceError, declarations, kernel
 from cuvil_sdk.kernels.contract import Buf, I, In, Out, W, Weight, declare
 from cuvil_sdk.codegen.kernel_files import kernel_source, kernels_with_sources
-from cuvil_sdk.codegen.prototypes import mismatches, parse_prototype
+from cuvil_sdk.codegen.prototypes import mismatches, parse_function, parse_prototype
 
 SETS = {"portable": ".h", "cortex_m_dsp": ".h", "helium": ".h", "avx2": ".h", "neon": ".h", "cuda": ".cuh"}
 
@@ -31,10 +31,13 @@ def test_header_matches_declaration(kernel_set, name):
     files = kernel_files(kernel_set)
     assert name in files, f"{kernel_set}/{name} is declared but has no header"
     assert name in declarations(kernel_set), f"{kernel_set}/{name}{SETS[kernel_set]} has no declaration"
-    params = parse_prototype(files[name], name)
-    assert params is not None, f"{kernel_set}/{name}{SETS[kernel_set]} does not define {name}()"
+    parsed = parse_function(files[name], name)
+    assert parsed is not None, f"{kernel_set}/{name}{SETS[kernel_set]} does not define {name}()"
+    returns, params = parsed
     problems = mismatches(declarations(kernel_set)[name], params)
     assert not problems, f"{kernel_set}/{name}: " + "; ".join(problems)
+    # a kernel that checks run-time indices returns its verdict; the others return nothing
+    assert returns == declarations(kernel_set)[name].returns, f"{kernel_set}/{name} returns {returns}"
 
 
 def test_every_set_is_checked():

@@ -334,6 +334,8 @@ MATH_CASES: dict[str, Case] = {
     "sub-const-first": Case("Sub", [C(1.0), X(2, 5)]),
     "div-two": Case("Div", [X(2, 3, 4), X(2, 3, 4)]),
     "div-const": Case("Div", [X(2, 3, 4), W(3, 4, positive=True)]),
+    "mod-fmod1": Case("Mod", [X(2, 3, 4, scale=4.0), W(3, 4, positive=True)], fmod=1),
+    "mod-fmod0-signs": Case("Mod", [X(2, 3, 4, scale=4.0), C([[1.5], [-0.75], [2.0]])], fmod=0, opset=28),
     "pow-scalar": Case("Pow", [X(2, 3, 4), C(2.0)]),
     "pow-two": Case("Pow", [X(2, 3), X(2, 3)]),  # NaN for a negative base, as ORT
     "pow-base-const": Case("Pow", [C(2.0), X(2, 3, 4)]),
@@ -511,13 +513,16 @@ def test_qdq_ops_match_onnxruntime(name):
         np.testing.assert_allclose(ours, expected, rtol=1e-6, atol=1e-7)
 
 
-# the shape and data-movement ops have their own grid (test_shape_ops.py, which checks that it covers them)
+# the shape and data-movement ops have their own grid (test_shape_ops.py, which checks that it covers them),
+# and so have the ops of integer and bool tensors (test_integer_ops.py)
 SHAPE_OP_MODULES = ("movement", "resize", "static", "select")
+INTEGER_OP_MODULES = ("cast", "compare", "index", "gather")
 
 
 def test_every_registered_op_is_covered():
     covered = {c.op for c in CASES.values()} | {spec[0] for spec in QDQ_CASES.values()} | {"Constant"}
-    covered |= {n for n, op in REGISTRY.items() if type(op).__module__.rsplit(".", 1)[-1] in SHAPE_OP_MODULES}
+    covered |= {n for n, op in REGISTRY.items() if not n.startswith("_")
+                and type(op).__module__.rsplit(".", 1)[-1] in SHAPE_OP_MODULES + INTEGER_OP_MODULES}
     assert covered == set(supported_ops()), f"untested: {sorted(set(supported_ops()) - covered)}"
 
 

@@ -8,7 +8,6 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from cuvil_sdk.boards import get_board
-from cuvil_sdk.errors import ModelError
 from cuvil_sdk.frontend import load_model
 from cuvil_sdk.frontend.loader import infer_shapes, to_ir
 from cuvil_sdk.passes import fold_batchnorm, fold_constants, fuse_activations, remove_identities, to_channels_last
@@ -150,11 +149,15 @@ def test_compare_select_becomes_min_max(tmp_path, compare, x_first, pick_c_first
     np.testing.assert_array_equal(run_float(g, {"x": x})["y"], expected[0])
 
 
-def test_compare_select_with_another_operand_stays_refused(tmp_path):
-    """Where(Less(x, c), d, x) with d != c is no Max: the run-time comparison is refused."""
+def test_compare_select_with_another_operand_stays_a_comparison(tmp_path):
+    """Where(Less(x, c), d, x) with d != c is no Max: the comparison and the select stay (a run-time
+    bool mask into Where, ops/compare.py and select.py) and equal ONNX Runtime."""
     model = compare_select_model("Less", True, True)
     model.graph.initializer.append(numpy_helper.from_array(np.float32(3.0), "d"))
     model.graph.node[1].input[1] = "d"
     onnx.save(model, str(tmp_path / "m.onnx"))
-    with pytest.raises(ModelError, match=r"node 'cmp' \(Less\): input 'x' is computed at run time"):
-        load_model(tmp_path / "m.onnx", get_profile("standard"), get_board("host"), {})
+    g = load_model(tmp_path / "m.onnx", get_profile("standard"), get_board("host"), {})
+    assert [n.op for n in g.nodes] == ["Less", "Where"] and g.tensors["m"].dtype == "bool"
+    x = np.linspace(-4, 4, 24, dtype=np.float32).reshape(2, 3, 4)
+    expected = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_array_equal(run_float(g, {"x": x})["y"], expected[0])

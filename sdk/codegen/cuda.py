@@ -109,7 +109,7 @@ class WeightBlock:
     def place(self, w: Weight) -> int:
         if id(w) not in self.offsets:
             dtype = {"int8_t": "i1", "uint8_t": "u1", "int16_t": "<i2", "int32_t": "<i4", "int64_t": "<i8",
-                     "float": "<f4", "cuvil_f16": "<f2"}[w.ctype]
+                     "float": "<f4", "cuvil_f16": "<f2", "bool": "?"}[w.ctype]
             raw = np.ascontiguousarray(np.asarray(w.data).reshape(-1).astype(dtype))
             self.data += bytes(-len(self.data) % WEIGHT_ALIGN)
             self.offsets[id(w)] = len(self.data)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+
+import numpy as np
 from typing import Callable
 
 from ..boards import Board
@@ -16,7 +18,9 @@ from ..planner import ArenaPlan, Sharing
 from .cuda import generate_cuda
 from .input_copy import copy_entry, input_copies
 from .kernel_files import environment, kernel_source
-from .lowering import CTYPES, Lowered, Selection, c_float, lower_graph, select_layers
+from ..kernels.dtypes import CTYPES
+from .harness_types import pointer_type
+from .lowering import Lowered, Selection, c_float, lower_graph, select_layers
 from .sanitize import c_char_codes, c_identifier
 from .weights_blob import Blob, layout, write_blob
 
@@ -48,27 +52,47 @@ def weights_info(context: dict, prefix: str, arena_region: str) -> dict:
 
 
 def io_entries(g: Graph, names: list[str], plan: ArenaPlan, int8: bool) -> list[dict]:
+    """The model's inputs or outputs as the C API and the manifest describe them. A float tensor
+    is float at run() (int8 at run_int8(), quantized by its scale and zero point, in int8
+    builds); an integer or bool tensor is its own type everywhere, never quantized (its manifest
+    scale and zero point are null)."""
     entries = []
     for i, name in enumerate(names):
         t = g.tensors[name]
-        scale, zp = t.q.scalar() if int8 else (1.0, 0)
+        if t.is_integer:
+            dtype, scale, zp = t.dtype, None, None
+        else:
+            dtype = "int8" if int8 else "float32"
+            scale, zp = t.q.scalar() if int8 else (1.0, 0)
         entries.append({"index": i, "name": name, "shape": list(t.shape), "size": t.size, "offset": plan.offsets[name],
-                        "dtype": "int8" if int8 else "float32", "scale": scale, "zero_point": zp,
-                        "scale_c": c_float(scale)})
+                        "dtype": dtype, "scale": scale, "zero_point": zp,
+                        # the C side: element types at run() and run_int8(), bytes of one sample,
+                        # the quantization tables' entries (size 0: quantize_input leaves it alone)
+                        "scale_c": c_float(1.0 if scale is None else scale), "zp_c": 0 if zp is None else zp,
+                        "integer": t.is_integer, "ctype": CTYPES[t.dtype] if t.is_integer else "float",
+                        "raw_ctype": CTYPES[dtype], "bytes": t.nbytes if t.is_integer else t.size * 4,
+                        "raw_bytes": t.size * np.dtype(dtype).itemsize,
+                        "quantized_size": 0 if t.is_integer else t.size})
         if name in plan.copied_in:  # copied in the layout of the Transpose it feeds (input_copy.py)
             entries[-1]["layout_copy"] = copy_entry(g, name, plan.copied_in[name])
     return entries
 
 
+# the entries' keys that only the C templates read (the manifest leaves them out)
+C_ONLY = ("offset", "scale_c", "zp_c", "integer", "ctype", "raw_ctype", "bytes", "raw_bytes", "quantized_size",
+          "layout_copy")
+
+
 def manifest(g: Graph, prefix: str, board: Board, precision: str, plan: ArenaPlan, inputs, outputs) -> BuildInfo:
-    strip = ("offset", "scale_c", "layout_copy")
     return {"name": prefix, "board": board.name, "arch": board.get("arch", ""), "precision": precision,
-            "arena_bytes": plan.size, "inputs": [{k: v for k, v in e.items() if k not in strip} for e in inputs],
-            "outputs": [{k: v for k, v in e.items() if k not in strip} for e in outputs]}
+            "arena_bytes": plan.size, "inputs": [{k: v for k, v in e.items() if k not in C_ONLY} for e in inputs],
+            "outputs": [{k: v for k, v in e.items() if k not in C_ONLY} for e in outputs]}
 
 
 def common_header(half: bool) -> str:
-    """cuvil_common.h: the fp16 type only in fp16 builds (it is not ISO C99 or C++11: -Wpedantic)."""
+    """cuvil_common.h: the fp16 type only in fp16 builds (it is not ISO C99 or C++11: -Wpedantic).
+    Kernels of bool tensors include <stdbool.h> themselves (several models of one image share
+    this file)."""
     return environment().get_template("common/cuvil_common.h.j2").render(half=half)
 
 
@@ -109,6 +133,14 @@ def generate(g: Graph, plan: ArenaPlan, board: Board, options: CodegenOptions, n
         "arena_ctype": CTYPES["float16" if precision == "fp16" else "float32"],
         "half": precision == "fp16",
         "arena_bytes": max(plan.size, ARENA_ALIGN), "arena_align": ARENA_ALIGN, "inputs": inputs, "outputs": outputs,
+        # the element types of the run functions' pointer arrays: float (int8_t at run_int8) while
+        # every input (output) is, else void (the header gives each tensor's type)
+        "in_ptr": pointer_type(inputs, "ctype"), "out_ptr": pointer_type(outputs, "ctype"),
+        "in_ptr8": pointer_type(inputs, "raw_ctype"), "out_ptr8": pointer_type(outputs, "raw_ctype"),
+        # <stdbool.h> where a tensor or a constant is bool (in the header: a bool input or output)
+        "bools": any(e["ctype"] == "bool" for e in inputs + outputs),
+        "bool_weights": any(w.ctype == "bool" for w in lowered.weights),
+        "checked": any(c.checked for c in lowered.calls),
         "calls": lowered.calls, "kernel_headers": sorted(set(lowered.kernel_files.values())),
         "stack_arrays": sorted(lowered.stack_arrays.items()),
         "manifest_codes": c_char_codes(info),

@@ -11,6 +11,7 @@ from typing import Any
 import jinja2
 
 from ..boards import Board, instructions_per_tick, linker_context, include_folders
+from .harness_types import with_types
 
 LINKER_SCRIPT = "src/linker.ld"  # where targets/*/SConscript expects it
 HARNESS_SOURCE = "src/harness.c"
@@ -45,8 +46,9 @@ def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any],
                <name>_quantize_input / <name>_run_int8 (int8) or <name>_run (float);
       NAME     the macro prefix ("NET"): buffers are sized by <NAME>_INPUT_<i>_SIZE and
                <NAME>_OUTPUT_<i>_SIZE from the model header;
-      inputs   list of {"index": i}, in model order;
-      outputs  list of {"index": i}, in model order;
+      inputs   list of {"index": i}, in model order (with "size", "dtype" and "scale", a
+               manifest entry: typed by codegen/harness_types.py; without, a float tensor);
+      outputs  list of {"index": i}, in model order, the same way;
       int8     True: int8 outputs in output.bin; False: float32 run and outputs.
     The board adds `instructions_per_tick` and `tick_divide` (tick_context) and, where it has
     a serial harness (key firmware.serial_counter), `proto`: serial_protocol.c_context().
@@ -60,7 +62,7 @@ def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any],
     src.mkdir(parents=True, exist_ok=True)
     linker = env.get_template(board.get("firmware.linker_template", "linker.ld.j2"))
     (Path(out_dir) / LINKER_SCRIPT).write_text(linker.render(linker_context(board)))
-    harness_context = dict(context)
+    harness_context = with_types(context)  # a tensor given by its index alone is a float one
     harness_context.update(tick_context(board))
     if board.get("firmware.serial_counter"):  # a board with the serial harness: the protocol's constants
         from ..runners.serial_protocol import c_context

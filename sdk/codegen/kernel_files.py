@@ -6,7 +6,9 @@ SIMD kernels on the shared driver simd/driver.j2), or a family template
 A family template serves every kernel named <family>_<variant> whose variant is a key of
 VARIANTS: conv2d.h.j2 gives conv2d_s8, conv2d_s16 and conv2d_f32. Python states what differs
 between the variants (element, weight, bias and accumulator types, whether the kernel
-requantizes); the template only renders.
+requantizes); the template only renders. A pair family (`{# pairs: A B > C D #}` on its first
+line) serves <family>_<a>_<b> for a in A B, b in C D: cast.h.j2 gives cast_f32_s64
+(`a` is its input's variant, `v` its output's), gather.h.j2 gives gather_f32_s64 (data, indices).
 """
 from __future__ import annotations
 
@@ -59,7 +61,24 @@ VARIANTS: dict[str, dict[str, object]] = {
     # and stores; bias stays float32 (it is added once per output, its bytes are few).
     "f16": {"name": "f16", "t": "cuvil_f16", "w": "cuvil_f16", "bias": "float", "acc": "float", "quant": False,
             "wide": False, "what": "fp16 (float32 arithmetic on half storage)", "lowest": "-65504.0f"},
+    # integer and bool tensors (ir.INTEGER_DTYPES: indices, token ids, masks): exact values, no
+    # quantization; `wide` is the type their sums and products are computed in, `lowest` and
+    # `highest` the type's range, `float` whether the variant is a float type
+    "s32": {"name": "s32", "t": "int32_t", "w": "int32_t", "bias": "int32_t", "acc": "int64_t", "quant": False,
+            "wide": False, "what": "int32", "lowest": "INT32_MIN", "highest": "INT32_MAX"},
+    "s64": {"name": "s64", "t": "int64_t", "w": "int64_t", "bias": "int64_t", "acc": "int64_t", "quant": False,
+            "wide": False, "what": "int64", "lowest": "INT64_MIN", "highest": "INT64_MAX"},
+    "u8": {"name": "u8", "t": "uint8_t", "w": "uint8_t", "bias": "int32_t", "acc": "int32_t", "quant": False,
+           "wide": False, "what": "uint8", "lowest": "0", "highest": "UINT8_MAX"},
+    "b8": {"name": "b8", "t": "bool", "w": "bool", "bias": "int32_t", "acc": "int32_t", "quant": False,
+           "wide": False, "what": "bool", "lowest": "false", "highest": "true"},
 }
+VARIANTS["s8"]["highest"], VARIANTS["s16"]["highest"] = "127", "32767"
+VARIANTS["f32"]["highest"], VARIANTS["f16"]["highest"] = "3.4e38f", "65504.0f"
+# what the integer families read of a variant: its C type, whether it is a float, its range
+for _name, _v in VARIANTS.items():
+    _v["float"] = _name in ("f32", "f16")
+    _v["bits"] = {"s8": 8, "u8": 8, "b8": 8, "s16": 16, "f16": 16, "s32": 32, "f32": 32, "s64": 64}[_name]
 
 
 def extension(kernel_set: str) -> str:
@@ -91,6 +110,28 @@ def family_of(kernel_set: str, name: str) -> tuple[str, str] | None:
     return None
 
 
+def pair_variants(template: Path) -> list[tuple[str, str]] | None:
+    """The (a, b) variant pairs a pair family renders, from its first line `{# pairs: A.. > B.. #}`
+    (every a of the left with every b of the right); None for other templates."""
+    first = template.read_text().split("\n", 1)[0]
+    if not (first.startswith("{#") and "pairs:" in first):
+        return None
+    left, right = first.split("pairs:", 1)[1].replace("#}", "").split(">")
+    return [(a, b) for a in left.split() for b in right.split()]
+
+
+def pair_family_of(kernel_set: str, name: str) -> tuple[str, str, str] | None:
+    """(template, a, b) for a kernel <family>_<a>_<b> of a pair family, else None."""
+    parts = name.rsplit("_", 2)
+    if len(parts) != 3:
+        return None
+    family, a, b = parts
+    template = TEMPLATES / kernel_set / f"{family}{extension(kernel_set)}.j2"
+    if template.is_file() and (a, b) in (pair_variants(template) or []):
+        return f"{kernel_set}/{template.name}", a, b
+    return None
+
+
 # Kernel features (KernelCall.features) a template renders, each a flag of the template: a kernel's
 # source carries a feature's code only in builds whose calls need it (the others get it as before).
 # conv2d_s8_dsp and fc_s8_dsp: w4, the int4 (nibble) paths; int8, the int8/int16 weight paths, which a
@@ -116,6 +157,10 @@ def kernel_source(kernel_set: str, name: str, features: frozenset[str] = frozens
     twin = int4_twin(kernel_set, name)
     if twin:  # a SIMD kernel on int4 weights: its int8 template with w4 (templates/simd/int4.j2)
         return environment().get_template(twin).render(kernel=name, decl=declarations(kernel_set)[name], w4=True)
+    pair = pair_family_of(kernel_set, name)
+    if pair is not None:
+        template, a, b = pair
+        return environment().get_template(template).render(kernel=name, a=VARIANTS[a], v=VARIANTS[b])
     family = family_of(kernel_set, name)
     if family is None:
         raise KernelInterfaceError(f"kernel {name} of set {kernel_set} has no source "
@@ -142,6 +187,8 @@ def kernels_with_sources(kernel_set: str) -> list[str]:
         stem = template.name[:-len(ext) - 3]
         if template.read_text().startswith("{# variants:"):
             names |= {f"{stem}_{v}" for v in family_variants(template)}
+        elif pair_variants(template) is not None:
+            names |= {f"{stem}_{a}_{b}" for a, b in pair_variants(template)}
         else:
             names.add(stem)
     names |= {n for n in declarations(kernel_set) if int4_twin(kernel_set, n)}

@@ -16,6 +16,7 @@ import jinja2
 
 from ..boards import Board
 from ..errors import CuvilError
+from .harness_types import with_types
 
 HARNESS_SOURCE = "src/harness.c"
 
@@ -38,8 +39,9 @@ def render_linux_harness(board: Board, out_dir: Path, context: dict[str, Any]) -
       name     the C prefix of the model: the harness includes "<name>.h" and calls
                <name>_quantize_input / <name>_run_int8 (int8) or <name>_run (float);
       NAME     the macro prefix: buffers are sized by <NAME>_INPUT_<i>_SIZE / <NAME>_OUTPUT_<i>_SIZE;
-      inputs   list of {"index": i}, in model order;
-      outputs  list of {"index": i}, in model order;
+      inputs   list of {"index": i}, in model order (with "size", "dtype" and "scale", a
+               manifest entry: typed by codegen/harness_types.py; without, a float tensor);
+      outputs  list of {"index": i}, in model order, the same way;
       int8     True: int8 outputs in output.bin; False: float32 run and outputs;
       weights_file  optional: the weights file of a --weights file build ("<name>.weights"), which
                the harness loads from beside itself (or $CUVIL_WEIGHTS) before the first sample.
@@ -56,5 +58,5 @@ def render_linux_harness(board: Board, out_dir: Path, context: dict[str, Any]) -
     )
     target = Path(out_dir) / HARNESS_SOURCE
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(env.get_template(template.name).render({"weights_file": "", **context}))
+    target.write_text(env.get_template(template.name).render({"weights_file": "", **with_types(context)}))
     return [HARNESS_SOURCE]

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..ir import Graph
 from ..kernels.contract import Buf, Declined, KernelCall, KernelInterfaceError, Param, Weight
+from ..kernels.dtypes import CTYPES
 from ..kernels.kernel_sets import KERNEL_SETS
 from ..kernels.options import CodegenOptions
 from ..kernels.overlap import Overlap
@@ -16,8 +17,6 @@ from ..ops import get_op
 from ..planner import ArenaPlan
 from .kernel_files import plugin_provider
 from .sanitize import Namer
-
-CTYPES = {"int8": "int8_t", "int16": "int16_t", "float32": "float", "int32": "int32_t", "float16": "cuvil_f16"}
 
 
 @dataclass
@@ -39,6 +38,7 @@ class Call:
     ends_layer: bool = True  # the last call of its layer: where a profiling mark goes
     out_offset: int = 0  # the layer's output in the arena, for debug dumps
     out_bytes: int = 0
+    checked: bool = False  # the kernel checks run-time indices and returns non-zero when one is out of range
 
 
 @dataclass
@@ -226,7 +226,7 @@ def lower_graph(g: Graph, plan: ArenaPlan, kernel_sets: list[str], options: Code
                 out.kernel_features[c.kernel] = out.kernel_features.get(c.kernel, frozenset()) | c.features
             out.add_stack(c)
             rendered = [render_arg(c, p, g, plan, out, namer, f"{prefix}_l{index}") for p in c.decl.params]
-            out.calls.append(Call(c.kernel, rendered, index, ends_layer=False))
+            out.calls.append(Call(c.kernel, rendered, index, ends_layer=False, checked=c.decl.checked))
         out.calls[-1].ends_layer = True
         out.calls[-1].out_offset = plan.offsets[node.outputs[0]]
         out.calls[-1].out_bytes = g.tensors[node.outputs[0]].nbytes

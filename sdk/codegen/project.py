@@ -12,16 +12,20 @@ from ..build_info import BuildInfo, to_json
 from ..errors import UsageError
 from .emit import ARENA_ALIGN
 from .firmware import render_firmware_files
+from .harness_types import with_types
 from .linux_harness import render_linux_harness
 
 
 def harness_context(info: dict) -> dict:
-    """What the harness templates need of the model (names, sizes, int8 or float I/O)."""
+    """What the harness templates need of the model (names, sizes, each input's and output's
+    types: codegen/harness_types.py)."""
     int8 = info["precision"] == "int8"
-    return {"name": info["name"], "NAME": info["name"].upper(), "int8": int8,
-            "inputs": [{"index": t["index"], "size": t["size"], "bytes": t["size"] * 4} for t in info["inputs"]],
-            "outputs": [{"index": t["index"], "size": t["size"], "dtype": t["dtype"]} for t in info["outputs"]],
-            "weights_file": info.get("weights", {}).get("file", "") if info.get("weights", {}).get("placement") == "file" else ""}
+    keys = ("index", "size", "dtype", "scale")
+    return with_types({"name": info["name"], "NAME": info["name"].upper(), "int8": int8,
+                       "inputs": [{k: t[k] for k in keys} for t in info["inputs"]],
+                       "outputs": [{k: t[k] for k in keys} for t in info["outputs"]],
+                       "weights_file": info.get("weights", {}).get("file", "")
+                       if info.get("weights", {}).get("placement") == "file" else ""})
 
 
 def add_board_files(board: Board, out_dir: Path, info: dict) -> None:

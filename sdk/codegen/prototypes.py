@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..kernels.contract import KernelDecl
 
-PROTOTYPE = r"(?:static\s+(?:inline\s+)?void|CUVIL_KERNEL)\s+{name}\s*\(([^)]*)\)"
+PROTOTYPE = r"(?:static\s+(?:inline\s+)?(void|int)|CUVIL_KERNEL)\s+{name}\s*\(([^)]*)\)"
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 
@@ -22,17 +22,24 @@ class CParam:
 
 def parse_prototype(source: str, name: str) -> list[CParam] | None:
     """The parameters of the kernel function `name` defined in C/CUDA `source`, or None."""
+    parsed = parse_function(source, name)
+    return None if parsed is None else parsed[1]
+
+
+def parse_function(source: str, name: str) -> tuple[str, list[CParam]] | None:
+    """(return type, parameters) of the kernel function `name` in C/CUDA `source`, or None
+    (CUDA kernels return void)."""
     match = re.search(PROTOTYPE.format(name=re.escape(name)), COMMENT.sub(" ", source))
     if match is None:
         return None
     params = []
-    for decl in " ".join(match.group(1).split()).split(","):
+    for decl in " ".join(match.group(2).split()).split(","):
         words = re.findall(r"\w+|\*", decl)
         pointer = "*" in words
         const = pointer and "const" in words[:words.index("*")]
         types = [w for w in words[:-1] if w not in ("const", "*", "restrict", "__restrict__", "__restrict")]
         params.append(CParam(words[-1], " ".join(types), pointer, const))
-    return params
+    return match.group(1) or "void", params
 
 
 def mismatches(decl: KernelDecl, params: list[CParam]) -> list[str]:

@@ -14,6 +14,7 @@ from ..ir import Graph, Node, Tensor
 from ..ops import REGISTRY
 from ..ops.static import compile_time_inputs
 from ..passes.compare_select import compare_select_to_min_max
+from ..passes.dropout import split_dropout_mask
 from ..passes.empty_tensors import drop_empty_tensors
 from ..passes.layers_1d import layers_1d_to_2d
 from ..plugins import check_node_types, op_key, unknown_op_message
@@ -24,8 +25,10 @@ from .safety import (CONTROL_FLOW_OPS, check_external_data, first_line, load_ext
                      read_model_file)
 
 TARGET_OPSET = 13
+# the element types of model inputs: float, and the integer and bool tensors of ir.INTEGER_DTYPES
 DTYPES = {onnx.TensorProto.FLOAT: "float32", onnx.TensorProto.INT8: "int8", onnx.TensorProto.UINT8: "uint8",
-          onnx.TensorProto.INT32: "int32", onnx.TensorProto.INT64: "int64"}
+          onnx.TensorProto.INT16: "int16", onnx.TensorProto.INT32: "int32", onnx.TensorProto.INT64: "int64",
+          onnx.TensorProto.BOOL: "bool"}
 
 
 def parse_input_shapes(specs: list[str] | None) -> dict[str, tuple[int, ...]]:
@@ -123,11 +126,24 @@ def refuse_unknown_custom_ops(model: onnx.ModelProto) -> None:
         check_node_types(model, node)
 
 
+# ONNX ops whose output's shape depends on the values of their input (how many are non-zero,
+# unique, kept by a non-maximum suppression, ...): a static-shape compiler cannot give them one
+DYNAMIC_SHAPE_OPS = {"NonZero": "the number of non-zero values", "Unique": "the number of distinct values",
+                     "NonMaxSuppression": "the number of boxes kept", "Compress": "the number of true conditions",
+                     "StringSplit": "the number of substrings"}
+
+
 def refuse_unsupported(model: onnx.ModelProto) -> None:
     """An ONNX op the SDK lacks: the list of those it has (90-odd names) is `cuvil-sdk ops`'s,
-    not this line's; the way to add one is a plugin (ONNX's own domain takes plugin ops too)."""
+    not this line's; the way to add one is a plugin (ONNX's own domain takes plugin ops too).
+    An op whose output shape depends on values is named as such (no plugin can give it one)."""
     for node in model.graph.node:
-        if op_key(node.domain, node.op_type) not in REGISTRY:
+        key = op_key(node.domain, node.op_type)
+        if key not in REGISTRY and node.op_type in DYNAMIC_SHAPE_OPS and node.domain in ("", "ai.onnx"):
+            raise ModelError(f"node '{node.name or node.op_type}' ({node.op_type}): its output's shape is "
+                             f"{DYNAMIC_SHAPE_OPS[node.op_type]} at run time (a dynamic output shape); static shapes "
+                             f"are required")
+        if key not in REGISTRY:
             raise ModelError(f"node '{node.name or node.op_type}': op '{node.op_type}' is not supported "
                              f"(`cuvil-sdk ops` lists the supported ops); provide it with --plugin FILE.py "
                              f"(see docs/custom_ops.md)")
@@ -275,10 +291,11 @@ def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, 
 
 def input_dtype(inp: onnx.ValueInfoProto) -> str:
     elem = inp.type.tensor_type.elem_type
-    if elem != onnx.TensorProto.FLOAT:
-        raise ModelError(f"input '{inp.name}' has element type {onnx.TensorProto.DataType.Name(elem)}; "
-                         f"only float inputs are supported")
-    return "float32"
+    if elem not in DTYPES:
+        name = onnx.TensorProto.DataType.Name(elem) if elem in onnx.TensorProto.DataType.values() else str(elem)
+        raise ModelError(f"input '{inp.name}' has element type {name}; inputs must be float32, int8, int16, "
+                         f"int32, int64, uint8 or bool tensors")
+    return DTYPES[elem]
 
 
 def fixed_input_shape(inp: onnx.ValueInfoProto, overrides: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
@@ -294,8 +311,8 @@ def fixed_input_shape(inp: onnx.ValueInfoProto, overrides: dict[str, tuple[int, 
     if not inp.type.tensor_type.HasField("shape"):
         raise ModelError(f"input '{inp.name}' has no shape; fix it with --input-shape {inp.name}=1x...")
     shape = []
-    for d in dims:
-        if not d.HasField("dim_value") or d.dim_value <= 0:
+    for d in dims:  # a dimension of 0 is static (an empty tensor)
+        if not d.HasField("dim_value") or d.dim_value < 0:
             label = d.dim_param or "?"
             raise ModelError(f"input '{inp.name}' has a dynamic dimension '{label}'; static shapes are required: "
                              f"fix it with {input_shape_hint(inp.name, dims)}")
@@ -323,25 +340,41 @@ def input_shape_hint(name: str, dims) -> str:
 
 def infer_shapes(g: Graph, board: Board) -> None:
     """Run each op's own support check and shape inference, in order. A node whose value is
-    known at compile time (constant inputs, or only its input's static shape) is evaluated
-    here and becomes a constant, so that the ops after it see constants (ops/static.py)."""
+    known at compile time (constant inputs, only its input's static shape, or only empty
+    run-time inputs) is evaluated here and becomes a constant, so that the ops after it see
+    constants (ops/static.py)."""
     for node in list(g.nodes):
         op = REGISTRY[node.op]
         drop_empty_tensors(node, g)
+        split_dropout_mask(node, g)
         if is_static(node, g):
             fold_node(node, g, board)
             continue
+        refuse_integer_inputs(op, node, g)
         shapes = checked_shapes(op, node, g)
-        for out, shape in zip(node.outputs, shapes):
+        dtypes = op.dtypes(node, g)
+        for out, shape, dtype in zip(node.outputs, shapes, dtypes):
             if not out:
                 continue
             t = g.tensors.get(out) or Tensor(out, ())
             t.shape = tuple(int(d) for d in shape)
+            t.dtype = dtype
             if t.size > board.ram_bytes:  # even at one byte per value (int8) it cannot fit
                 raise ModelError(f"tensor '{out}' of node '{node.name}' ({t.size} values) is larger than the RAM "
                                  f"of board '{board.name}' ({board.ram_bytes} bytes) even as int8")
             g.tensors[out] = t
         refuse_extra_outputs(node, shapes)
+
+
+def refuse_integer_inputs(op, node: Node, g: Graph) -> None:
+    """An integer or bool tensor computed at run time into an op that computes on float only."""
+    if op.integer_inputs:
+        return
+    for name in node.inputs:
+        t = g.tensors.get(name) if name else None
+        if t is not None and not t.is_const and t.is_integer:
+            raise ModelError(f"node '{node.name}' ({node.op}): input '{name}' is a run-time {t.dtype} tensor; "
+                             f"{node.op} is supported on float tensors only (a Cast to float before it converts)")
 
 
 def checked_shapes(op, node: Node, g: Graph) -> list:
@@ -364,10 +397,15 @@ def refuse_extra_outputs(node: Node, shapes: list) -> None:
 
 
 def is_static(node: Node, g: Graph) -> bool:
+    """Constant inputs only, an op that reads only shapes, or run-time inputs that are all
+    empty (no values to read: a reduction over an empty set gives its identity)."""
     if node.op in NEVER_FOLD:
         return False
-    inputs = [g.tensors[i] for i in node.inputs if i]
-    return all(t.is_const for t in inputs) or bool(getattr(REGISTRY[node.op], "reads_shape_only", False))
+    skip = REGISTRY[node.op].type_only_inputs
+    inputs = [g.tensors[i] for k, i in enumerate(node.inputs) if i and k not in skip]
+    if all(t.is_const for t in inputs) or bool(getattr(REGISTRY[node.op], "reads_shape_only", False)):
+        return True
+    return all(t.is_const or t.size == 0 for t in inputs)
 
 
 def fold_node(node: Node, g: Graph, board: Board) -> None:
@@ -392,12 +430,20 @@ def fold_node(node: Node, g: Graph, board: Board) -> None:
     except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError, KeyError) as exc:
         raise ModelError(f"node '{node.name}' ({node.op}): its constant inputs cannot be evaluated at compile "
                          f"time: {first_line(exc)}") from None
+    at = g.nodes.index(node)
+    g.nodes.remove(node)
     for out, value in zip(node.outputs, values):
         if not out:
             continue
         value = np.array(value, order="C")  # (ascontiguousarray would make a scalar 1-D)
-        if out in g.outputs:
-            raise ModelError(f"output '{out}' of node '{node.name}' ({node.op}) is a constant (computed at compile "
-                             f"time); a model output must depend on a model input")
+        if out in g.outputs:  # a model output known at compile time: written by a copy of the constant
+            g.nodes.insert(at, fill_node(g, node, out, value))
+            continue
         g.tensors[out] = Tensor(out, tuple(value.shape), str(value.dtype), value)
-    g.nodes.remove(node)
+
+
+def fill_node(g: Graph, node: Node, out: str, value: np.ndarray) -> Node:
+    """A `_Fill` node that writes the constant `value` to the model output `out` (ops/static.py)."""
+    const = g.add_const(f"{out}_value", value)
+    g.tensors[out] = Tensor(out, tuple(value.shape), str(value.dtype))
+    return Node("_Fill", f"{node.name}_fill", [const], [out])

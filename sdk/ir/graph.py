@@ -3,6 +3,11 @@
 Shapes are static tuples. Constants carry numpy data. After quantization, activation
 tensors carry QParams and dtype "int8"; nodes carry the integer constants of their rule
 in `node.q` (multipliers, shifts, tables), computed once in Python.
+
+Tensors computed at run time are float (float32, float16 in fp16 builds), quantized (int8 or
+int16 with QParams), or integer and bool tensors (`INTEGER_DTYPES`: indices, token ids, masks,
+class indices): those hold exact values in every build and are never quantized (no QParams),
+so an int8 tensor without QParams is a tensor of integers, not a quantized activation.
 """
 from __future__ import annotations
 
@@ -11,6 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import numpy as np
+
+
+FLOAT_DTYPES = ("float32", "float16")
+# the integer and bool element types of tensors computed at run time (numpy names)
+INTEGER_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64")
 
 
 @dataclass
@@ -47,6 +57,12 @@ class Tensor:
     @property
     def is_const(self) -> bool:
         return self.data is not None
+
+    @property
+    def is_integer(self) -> bool:
+        """Integer or bool values (indices, token ids, masks), exact in every build: never quantized.
+        A quantized activation (int8 or int16 with QParams) is not one."""
+        return self.dtype in INTEGER_DTYPES and self.q is None
 
     @property
     def size(self) -> int:

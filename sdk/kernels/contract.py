@@ -107,6 +107,14 @@ class KernelDecl:
     # overlapping (kernels/overlap.py): (output, input, rule) where the output may lie over
     # that input's buffer at the distance rule(call) allows (an Overlap, or None: not this call)
     overlap: tuple[tuple[str, str, Callable[["KernelCall"], Overlap | None]], ...] = ()
+    # "void", or "int" for a kernel that checks its run-time indices: it returns 0, or non-zero
+    # when an index is out of range (it then read and wrote nothing outside its tensors), and
+    # the model's run function returns <NAME>_ERR_INDEX (templates/common/model.c.j2)
+    returns: str = "void"
+
+    @property
+    def checked(self) -> bool:
+        return self.returns == "int"
 
     @property
     def declared_name(self) -> str:
@@ -232,10 +240,14 @@ DECLARATIONS: dict[str, dict[str, KernelDecl]] = {}
 
 def declare(kernel_set: str, name: str, *params: Param | Iterable[Param],
             in_place: Iterable[tuple[str, str]] = (),
-            overlap: Iterable[tuple[str, str, Callable[[KernelCall], Overlap | None]]] = ()) -> KernelDecl:
+            overlap: Iterable[tuple[str, str, Callable[[KernelCall], Overlap | None]]] = (),
+            returns: str = "void") -> KernelDecl:
     """Declare a kernel: its parameters in C order; in_place: (output, input) parameter pairs
     where the output may be that input's own buffer (see KernelDecl.in_place); overlap:
-    (output, input, rule) where it may lie partly over it (see KernelDecl.overlap)."""
+    (output, input, rule) where it may lie partly over it (see KernelDecl.overlap); returns: "int"
+    for a kernel that checks run-time indices (see KernelDecl.returns)."""
+    if returns not in ("void", "int"):
+        raise KernelInterfaceError(f"kernel {name}: returns {returns!r}, expected void or int")
     flat: list[Param] = []
     for p in params:
         flat.extend([p] if isinstance(p, Param) else list(p))
@@ -251,7 +263,7 @@ def declare(kernel_set: str, name: str, *params: Param | Iterable[Param],
     decls = DECLARATIONS.setdefault(kernel_set, {})
     if name in decls:
         raise KernelInterfaceError(f"kernel {name} of set {kernel_set} declared twice")
-    decls[name] = KernelDecl(kernel_set, name, tuple(flat), in_place=pairs, overlap=overlaps)
+    decls[name] = KernelDecl(kernel_set, name, tuple(flat), in_place=pairs, overlap=overlaps, returns=returns)
     return decls[name]
 
 

@@ -29,3 +29,4 @@ def declare_shared(kernel_set: str) -> None:
     declare(kernel_set, name("softmax_s8"), In("in", "int8_t"), Out("out", "int8_t"), *I("rows cols"),
             W("exp_table", "int32_t"))
     declare(kernel_set, name("transpose_s8"), In("in", "int8_t"), Out("out", "int8_t"), *I("o0 o1 o2 o3 s0 s1 s2 s3"))
+    declare(kernel_set, name("argmax_s8"), In("in", "int8_t"), Out("out", "int64_t"), *I("outer n inner code"))

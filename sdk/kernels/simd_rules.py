@@ -132,6 +132,22 @@ def transpose_s8(kernel_set: str, c: KernelCall, node, g, options) -> Answer:
     return kernel(kernel_set, f"transpose_s8_{kernel_set}")(**c.args)
 
 
+# the running indices of positions across channel planes are bytes (the argmax_s8_<set> kernels)
+ARGMAX_PLANES_MAX = 256
+
+
+def argmax_rule(kernel_set: str, c: KernelCall) -> Answer:
+    """An int8 ArgMax / ArgMin head (shared by the SIMD sets and cortex_m_dsp: the same parameters as
+    argmax_s8): each position's values in a row (channels-last) or across channel planes, whose
+    running indices are bytes (n <= 256)."""
+    if c["inner"] > 1 and c["n"] > ARGMAX_PLANES_MAX:
+        return Declined(f"an axis of {c['n']} values across planes (byte-wide indices hold {ARGMAX_PLANES_MAX})")
+    return kernel(kernel_set, f"argmax_s8_{SUFFIX.get(kernel_set, kernel_set)}")(**c.args)
+
+
+SUFFIX = {"cortex_m_dsp": "dsp"}  # a set whose kernels are named by a short suffix
+
+
 def pool_s8(kernel_set: str, op: str, c: KernelCall, node, g, options) -> Answer:
     """int8 max and average pooling without dilation (the average's requantization saturates:
     no bound needed)."""
@@ -144,6 +160,7 @@ def shared_rules(kernel_set: str, lanes: int) -> dict:
     simd_declarations declares them)."""
     return {"add_s8": partial(binary_s8, kernel_set, "add"), "mul_s8": partial(binary_s8, kernel_set, "mul"),
             "softmax_s8": partial(softmax_s8, kernel_set), "transpose_s8": partial(transpose_s8, kernel_set),
+            "argmax_s8": lambda c, node, g, options: argmax_rule(kernel_set, c),
             "maxpool_s8": partial(pool_s8, kernel_set, "maxpool"), "avgpool_s8": partial(pool_s8, kernel_set, "avgpool"),
             "conv2d_f32": partial(float_conv, kernel_set, lanes),
             "fc_f32": partial(float_fc, kernel_set, lanes)}

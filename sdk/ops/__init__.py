@@ -2,9 +2,13 @@
 from . import (  # noqa: F401  (imported for registration)
     activation,
     binary_math,
+    cast,
+    compare,
     conv,
     conv_transpose,
     elementwise,
+    gather,
+    index,
     qdq,
     gemm,
     half,

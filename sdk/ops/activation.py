@@ -20,6 +20,7 @@ from ..ir import Graph, Node
 from ..kernels.contract import call
 from ..kernels.requant import dequantize, quantize_float
 from .common import Weight, io_args, qparams_of, require
+from .integer import is_integer_op, unary_call, unary_values
 from .registry import OpDef, register
 
 # activation_f32's code of each op (sdk/templates/portable/activation_f32.h); Gelu's tanh
@@ -113,6 +114,21 @@ def lookup_table(function: Callable[[np.ndarray], np.ndarray], g: Graph, node: N
     return quantize_float(real.astype(np.float32), sy, zy)
 
 
+INTEGER_FUNCTIONS = ("Neg", "Abs", "Clip")  # also on integer tensors (ops/integer.py)
+
+
+def integer_clip_bounds(node: Node, g: Graph, dtype: str) -> tuple[int, int]:
+    """Clip's bounds on an integer tensor, exact: its constant min and max (the type's range without)."""
+    info = np.iinfo(np.dtype(dtype))
+    lo, hi = int(node.attrs.get("min", info.min)), int(node.attrs.get("max", info.max))
+    for index in (1, 2):
+        if len(node.inputs) > index and node.inputs[index]:
+            value = g.const(node.inputs[index])
+            require(value is not None and value.size == 1, node, "min and max must be scalar constants")
+            lo, hi = (int(value.reshape(-1)[0]), hi) if index == 1 else (lo, int(value.reshape(-1)[0]))
+    return min(lo, hi), hi  # min > max: every value becomes max (the ONNX spec)
+
+
 def act_code(node: Node) -> int:
     if node.op == "Gelu" and node.attrs.get("approximate", "none") == "tanh":
         return GELU_TANH_CODE
@@ -128,9 +144,13 @@ def make_activation(op_type: str) -> type[OpDef]:
     class Activation(OpDef):
         summary = SUMMARIES.get(op_type, "element-wise function")
         int8_rule = "256-entry lookup table"
+        integer_inputs = op_type in INTEGER_FUNCTIONS
+
+        def integers(self, node: Node, g: Graph) -> bool:
+            return g.tensors[node.inputs[0]].is_integer
 
         def check(self, node: Node, g: Graph) -> None:
-            if op_type == "Clip":
+            if op_type == "Clip" and not self.integers(node, g):
                 clip_bounds(node, g)
             if op_type == "Gelu":
                 require(node.attrs.get("approximate", "none") in ("none", "tanh"), node,
@@ -139,7 +159,14 @@ def make_activation(op_type: str) -> type[OpDef]:
         def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
             return [g.tensors[node.inputs[0]].shape]
 
+        def dtypes(self, node: Node, g: Graph) -> list[str]:
+            t = g.tensors[node.inputs[0]]
+            return [t.dtype if t.is_integer else "float32"]
+
         def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
+            if op_type in INTEGER_FUNCTIONS and xs[0].dtype.kind in "iu":
+                bounds = integer_clip_bounds(node, g, str(xs[0].dtype)) if op_type == "Clip" else (0, 0)
+                return [unary_values(op_type, xs[0], *bounds)]
             x = xs[0].astype(np.float64)
             with np.errstate(all="ignore"):  # Sqrt/Log outside their domain: NaN and -inf as ORT
                 return [float_function(node, g)(x).astype(np.float32)]
@@ -152,13 +179,17 @@ def make_activation(op_type: str) -> type[OpDef]:
             return [node.q["table"][xs[0].astype(np.int32) + 128]]
 
         def lower(self, node: Node, g: Graph, precision: str):
+            if is_integer_op(node, g):
+                dtype = g.tensors[node.inputs[0]].dtype
+                bounds = integer_clip_bounds(node, g, dtype) if op_type == "Clip" else (0, 0)
+                return unary_call(node, g, op_type, *bounds)
             count = g.tensors[node.inputs[0]].size
             if precision == "int8":
                 return call("lut_s8", **io_args(node), count=count, table=Weight("table", node.q["table"], "int8_t"))
-            lo, hi = clip_bounds(node, g) if op_type == "Clip" else (-3.0e38, 3.0e38)
+            lo, hi = clip_bounds(node, g) if op_type == "Clip" else (-np.inf, np.inf)  # inf: no bound
             alpha, beta = alpha_beta(node)
             return call("activation_f32", **io_args(node), count=count, code=act_code(node), alpha=alpha, beta=beta,
-                        lo=max(lo, -3.0e38), hi=min(hi, 3.0e38))
+                        lo=lo, hi=hi)
 
     Activation.op_type = op_type
     Activation.__name__ = op_type

@@ -29,9 +29,10 @@ from .activation import lookup_table
 from .common import (Buf, Weight, apply_fused_float, broadcast_shape, float_bounds, fused_int_range, qparams_of,
                      require)
 from .elementwise import Add, Binary, Mul, const_qparams, integer_result
+from .integer import binary_call, check_integer_operands, is_integer_op
 from .registry import register
 
-FLOAT_CODES = {"Sub": 0, "Div": 1, "Pow": 2, "Min": 3, "Max": 4, "PRelu": 5}
+FLOAT_CODES = {"Sub": 0, "Div": 1, "Pow": 2, "Min": 3, "Max": 4, "PRelu": 5, "Mod": 6, "ModFloor": 7}
 MIN_MAX_CODES = {"Min": 0, "Max": 1}
 
 
@@ -41,7 +42,18 @@ def prelu(x: np.ndarray, slope: np.ndarray) -> np.ndarray:
 
 FUNCTIONS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "Sub": np.subtract, "Div": np.divide, "Pow": np.power, "Min": np.minimum, "Max": np.maximum, "PRelu": prelu,
-    "Sum": np.add}
+    "Sum": np.add, "Mod": np.fmod, "ModFloor": lambda x, y: floor_mod(x, y)}
+
+
+def floor_mod(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The remainder with the divisor's sign (Mod with fmod = 0), as binary_f32 computes it."""
+    r = np.fmod(x, y)
+    return np.where((r != 0) & ((r < 0) != (y < 0)), r + y, r)
+
+
+def float_code(node: Node) -> str:
+    """The FLOAT_CODES key of a float node: Mod with fmod = 0 takes the divisor's sign."""
+    return "ModFloor" if node.op == "Mod" and not int(node.attrs.get("fmod", 0)) else node.op
 
 
 def scalar_operand(node: Node, g: Graph) -> int | None:
@@ -57,7 +69,7 @@ class MathBinary(Binary):
     summary = "element-wise, numpy broadcasting (up to 4-D)"
 
     def function(self, node: Node) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-        return FUNCTIONS[node.op]
+        return FUNCTIONS[float_code(node)]
 
     def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         integer = integer_result(node, xs)
@@ -70,7 +82,8 @@ class MathBinary(Binary):
     def lower_float(self, node: Node, g: Graph):
         if node.op == "Sum":  # two inputs (passes/variadic.py): Add's kernel
             return Add.lower(self, node, g, "fp32")
-        return call("binary_f32", **self.lower_io(node, g, "fp32"), code=FLOAT_CODES[node.op], **float_bounds(node))
+        return call("binary_f32", **self.lower_io(node, g, "fp32"), code=FLOAT_CODES[float_code(node)],
+                    **float_bounds(node))
 
     def int_params(self, node: Node, g: Graph) -> tuple[dict, tuple[float, float, float]]:
         """The shared part of node.q (quantized constants, zero points, the fused clamp) and
@@ -116,6 +129,8 @@ def make_table_first(base: type[Binary]) -> type[MathBinary]:
             return base.run_int(self, node, g, xs)
 
         def lower(self, node: Node, g: Graph, precision: str):
+            if is_integer_op(node, g):
+                return binary_call(node, g)
             if precision != "int8":
                 return self.lower_float(node, g)
             return self.lower_table(node, g) if "table" in node.q else self.lower_general(node, g)
@@ -239,6 +254,18 @@ class Pow(make_table_first(Binary)):
     op_type = "Pow"
     int8_rule = "constant scalar operand: lookup table; else a 256 x 256 table of both codes"
 
+    def check_integers(self, node: Node, g: Graph) -> None:
+        """An integer base: its exponent an integer tensor, or a constant of whole numbers (ONNX
+        allows another type there), read as the base's type."""
+        base, exponent = (g.tensors[i] for i in node.inputs)
+        require(base.is_integer and not base.is_const, node, "an integer exponent needs an integer base")
+        if exponent.is_const and exponent.data.dtype != np.dtype(base.dtype):
+            values = np.asarray(exponent.data)
+            require(bool(np.all(np.isfinite(values) & (values == np.trunc(values)))), node,
+                    "an integer base needs whole-number exponents")
+            node.inputs[1] = g.add_const(f"{node.name}_exponent", values.astype(base.dtype))
+        check_integer_operands(node, g)
+
     def quantize_general(self, node: Node, g: Graph) -> None:
         q, (sa, sb, sy) = self.int_params(node, g)
         za, zb, zy = q["za"], q["zb"], q["zy"]
@@ -288,3 +315,19 @@ class PRelu(make_table_first(Binary)):
         q = node.q
         return call("prelu_s8", **self.lower_io(node, g, "int8"), za=q["za"], zb=q["zb"], mpos=q["mpos"],
                     spos=q["spos"], mneg=q["mneg"], sneg=q["sneg"], zy=q["zy"], lo=q["act_min"], hi=q["act_max"])
+
+
+@register
+class Mod(MathBinary):
+    op_type = "Mod"
+    summary = "remainder, numpy broadcasting (up to 4-D): with the divisor's sign (fmod = 0) or the dividend's (fmod = 1)"
+    int8_rule = "none (float builds only)"
+    defaults = {"fmod": 0}
+
+    def quantize(self, node: Node, g: Graph) -> None:
+        require(False, node, "has no int8 rule: build it with --precision fp32")
+
+    def lower(self, node: Node, g: Graph, precision: str):
+        if is_integer_op(node, g):
+            return binary_call(node, g)
+        return self.lower_float(node, g)

@@ -48,6 +48,38 @@ def fused_int_range(node: Node, scale: float, zero_point: int, lo: int = INT8_MI
     return lo, hi
 
 
+BROADCAST_RANK = 4  # the element-wise kernels walk a 4-D broadcast
+
+
+def broadcast_strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
+    """Element strides of `shape` read as the 4-D broadcast `out` (0 where broadcast)."""
+    shape = (1,) * (BROADCAST_RANK - len(shape)) + tuple(shape)
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(0 if d == 1 else step)
+        step *= d
+    strides.reverse()
+    out4 = (1,) * (BROADCAST_RANK - len(out)) + tuple(out)
+    return [0 if o == 1 else s for s, o in zip(strides, out4)]
+
+
+def runtime_integers(node: Node, g: Graph) -> list[str]:
+    """The node's inputs that are integer or bool tensors computed at run time."""
+    return [i for i in node.inputs if i and not g.tensors[i].is_const and g.tensors[i].is_integer]
+
+
+def integer_node(node: Node, g: Graph) -> bool:
+    """Every output and every run-time input is an integer or bool tensor: the node computes
+    exact integers in every build (no quantization rule: its int8 reference is its float one)."""
+    outputs = [g.tensors[o] for o in node.outputs if o and o in g.tensors]
+    inputs = [g.tensors[i] for i in node.inputs if i and not g.tensors[i].is_const]
+    return bool(outputs) and all(t.is_integer for t in outputs + inputs)
+
+
+def dtype_of(g: Graph, name: str) -> str:
+    return g.tensors[name].dtype
+
+
 def stacked_samples(x: np.ndarray, shape: tuple[int, ...]) -> int:
     """How many samples x holds stacked on axis 0 when the graph's shape is one sample's
     (leading axis 1; the batched reference, reference/batched.py), else 0."""
@@ -63,9 +95,10 @@ def is_wide(node: Node) -> bool:
 
 
 def float_bounds(node: Node) -> dict[str, float]:
-    """The lo/hi arguments of float kernels for a fused activation (huge values = none)."""
+    """The lo/hi arguments of float kernels for a fused activation (+/-inf = none: a -inf mask
+    value stays -inf, as ONNX Runtime keeps it)."""
     lo, hi = fused_range(node)
-    return {"lo": max(lo, -3.0e38), "hi": min(hi, 3.0e38)}
+    return {"lo": lo, "hi": hi}
 
 
 def io_args(node: Node, index: int = 0) -> dict[str, Buf]:

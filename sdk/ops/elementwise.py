@@ -1,4 +1,4 @@
-"""Binary element-wise ops with numpy broadcasting: Add and Mul.
+"""Binary element-wise ops with numpy broadcasting: Add and Mul (integer tensors: ops/integer.py).
 
 int8 rules: Add rescales both inputs to a common 21-bit fixed point (kernels.requant.add_rule,
 int32 throughout); Mul requantizes the product of the zero-point-corrected inputs.
@@ -12,22 +12,12 @@ import numpy as np
 from ..ir import Graph, Node
 from ..kernels.contract import call
 from ..kernels.requant import add_multipliers, add_rule, clamp_int8, quantize_multiplier, requant
-from .common import Buf, Weight, apply_fused_float, float_bounds, fused_int_range, qparams_of, require
+from .common import (Buf, Weight, apply_fused_float, broadcast_strides, float_bounds, fused_int_range, qparams_of,
+                     require)
+from .integer import BINARY_CODES, binary_call, binary_values, check_integer_operands, code_of, is_integer_op
 from .registry import OpDef, register
 
 MAX_RANK = 4
-
-
-def broadcast_strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
-    """Element strides of `shape` read as the 4-D broadcast `out` (0 where broadcast)."""
-    shape = (1,) * (MAX_RANK - len(shape)) + tuple(shape)
-    strides, step = [], 1
-    for d in reversed(shape):
-        strides.append(0 if d == 1 else step)
-        step *= d
-    strides.reverse()
-    out4 = (1,) * (MAX_RANK - len(out)) + tuple(out)
-    return [0 if o == 1 else s for s, o in zip(strides, out4)]
 
 
 def const_qparams(data: np.ndarray) -> tuple[float, int]:
@@ -45,27 +35,43 @@ def truncating_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where((a < 0) != (b < 0), -q, q)
 
 
-INTEGER_FUNCTIONS = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": truncating_divide,
-                     "Min": np.minimum, "Max": np.maximum, "Sum": np.add}
-
-
 def integer_result(node: Node, xs: list[np.ndarray]) -> np.ndarray | None:
-    """The op on integer constants (shape arithmetic as exporters and function bodies write it:
-    Shape -> Sub -> Div -> Slice/Pad), exact and integer as ONNX defines it; None when an operand
-    is not an integer tensor (then the float path applies)."""
-    if node.op not in INTEGER_FUNCTIONS or not all(np.issubdtype(np.asarray(x).dtype, np.integer) for x in xs):
+    """The op on integer arrays (run-time integer tensors, and shape arithmetic as exporters and
+    function bodies write it: Shape -> Sub -> Div -> Slice/Pad), exact and integer as ONNX defines it
+    (ops/integer.py); None when an operand is not an integer tensor (then the float path applies)."""
+    arrays = [np.asarray(x) for x in xs]
+    if node.op not in BINARY_CODES or not all(np.issubdtype(a.dtype, np.integer) for a in arrays):
         return None
-    y = np.asarray(xs[0])
-    for x in xs[1:]:
-        y = INTEGER_FUNCTIONS[node.op](y, np.asarray(x))
-    return np.asarray(y).astype(np.result_type(*xs))
+    y = arrays[0]
+    for x in arrays[1:]:
+        y = binary_values(code_of(node), y, x)
+    return np.asarray(y).astype(np.result_type(*arrays))
+
+
+def integer_operands(node: Node, g: Graph) -> bool:
+    """A run-time operand is an integer tensor: the node computes integers (ops/integer.py)."""
+    return any(g.tensors[i].is_integer for i in node.inputs if i and not g.tensors[i].is_const)
 
 
 class Binary(OpDef):
+    integer_inputs = True  # integer tensors: the rules of ops/integer.py
+    # whether the op has an integer rule (PRelu has none)
+    integers = True
+
     def check(self, node: Node, g: Graph) -> None:
         require(len(node.inputs) == 2, node, "needs two inputs")
         for name in node.inputs:
             require(len(g.tensors[name].shape) <= MAX_RANK, node, f"rank above {MAX_RANK} is not supported")
+        if integer_operands(node, g):
+            require(self.integers, node, "is supported on float tensors only")
+            self.check_integers(node, g)
+
+    def check_integers(self, node: Node, g: Graph) -> None:
+        check_integer_operands(node, g)
+
+    def dtypes(self, node: Node, g: Graph) -> list[str]:
+        runtime = [g.tensors[i] for i in node.inputs if i and not g.tensors[i].is_const]
+        return [runtime[0].dtype if runtime and runtime[0].is_integer else "float32"]
 
     def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         a, b = (g.tensors[i].shape for i in node.inputs)
@@ -138,6 +144,8 @@ class Add(Binary):
         return [clamp_int8(y, q["act_min"], q["act_max"])]
 
     def lower(self, node: Node, g: Graph, precision: str):
+        if is_integer_op(node, g):
+            return binary_call(node, g)
         io = self.lower_io(node, g, precision)
         if precision == "int8":
             q = node.q
@@ -173,6 +181,8 @@ class Mul(Binary):
         return [clamp_int8(requant(acc, q["mult"], q["shift"]) + q["zy"], q["act_min"], q["act_max"])]
 
     def lower(self, node: Node, g: Graph, precision: str):
+        if is_integer_op(node, g):
+            return binary_call(node, g)
         io = self.lower_io(node, g, precision)
         if precision == "int8":
             q = node.q

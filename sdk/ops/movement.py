@@ -1,4 +1,4 @@
-"""Index remapping: Slice, Split, Gather (constant indices), Expand, Tile, DepthToSpace,
+"""Index remapping: Slice, Split, Gather (constant indices, gather.py), Expand, Tile, DepthToSpace,
 SpaceToDepth, and nearest Resize / Upsample.
 
 Each of these ops writes every output value from exactly one input value, and for all of
@@ -22,11 +22,11 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..kernels.contract import call
+from ..kernels.dtypes import VARIANTS
 from .common import Buf, Weight, const_input, optional_input, require, stacked_samples
 from .registry import OpDef, register
 
 MAX_RANK = 4
-VARIANT = {"int8": "s8", "int16": "s16", "float32": "f32", "float16": "f16"}
 
 
 def strides_of(shape: tuple[int, ...]) -> list[int]:
@@ -66,15 +66,20 @@ def kernel_tables(tables: list[np.ndarray]) -> list[np.ndarray]:
 def remap_call(node: Node, g: Graph, index: int, tables: list[np.ndarray]):
     t4 = kernel_tables(tables)
     out = node.outputs[index]
-    return call(f"remap_{VARIANT[g.tensors[out].dtype]}", in_=Buf(node.inputs[0], const=True), out=Buf(out),
+    return call(f"remap_{VARIANTS[g.tensors[out].dtype]}", in_=Buf(node.inputs[0], const=True), out=Buf(out),
                 **{f"o{k}": len(t) for k, t in enumerate(t4)},
                 **{f"t{k}": Weight(f"t{k}", t, "int32_t") for k, t in enumerate(t4)})
 
 
 class Remap(OpDef):
-    """An op given by its tables: subclasses define `tables` (one list per output)."""
+    """An op given by its tables: subclasses define `tables` (one list per output). Integer and
+    bool tensors move like any other (the kernel's variant is their C type)."""
 
     output_qparams = "same"
+    integer_inputs = True
+
+    def dtypes(self, node: Node, g: Graph) -> list[str]:
+        return [g.tensors[node.inputs[0]].dtype] * len(node.outputs)
 
     def tables(self, node: Node, g: Graph) -> list[list[np.ndarray]]:
         raise NotImplementedError
@@ -176,36 +181,6 @@ class Split(Remap):
         axis = normalized_axis(node, self.attr(node, "axis"), len(shape))
         starts = np.cumsum([0] + self.sizes(node, g))
         return [slice_tables(shape, {axis: np.arange(starts[k], starts[k + 1])}) for k in range(len(starts) - 1)]
-
-
-@register
-class Gather(Remap):
-    op_type = "Gather"
-    summary = "constant indices (any rank) on any axis; both inputs constant: folded"
-    defaults = {"axis": 0}
-
-    def indices(self, node: Node, g: Graph) -> tuple[int, np.ndarray]:
-        shape = g.tensors[node.inputs[0]].shape
-        axis = normalized_axis(node, self.attr(node, "axis"), len(shape))
-        idx = g.const(node.inputs[1])
-        require(idx is not None, node, "indices computed at run time are not supported (embedding lookups need "
-                                       "integer model inputs; only float inputs are supported)")
-        require(idx.dtype.kind in "iu", node, f"indices must be integers, not {idx.dtype}")
-        idx = idx.astype(np.int64)
-        require(bool(np.all((idx >= -shape[axis]) & (idx < shape[axis]))), node,
-                f"an index is out of range for dimension {shape[axis]}")
-        return axis, np.where(idx < 0, idx + shape[axis], idx)
-
-    def tables(self, node: Node, g: Graph) -> list[list[np.ndarray]]:
-        shape = g.tensors[node.inputs[0]].shape
-        axis, idx = self.indices(node, g)
-        tables = slice_tables(shape, {axis: idx.reshape(-1)})
-        return [tables]
-
-    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
-        shape = g.tensors[node.inputs[0]].shape
-        axis, idx = self.indices(node, g)
-        return [tuple(shape[:axis]) + tuple(idx.shape) + tuple(shape[axis + 1:])]
 
 
 @register

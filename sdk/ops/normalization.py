@@ -41,6 +41,9 @@ class BatchNormalization(OpDef):
     def check(self, node: Node, g: Graph) -> None:
         for i in range(1, 5):
             require(g.const(node.inputs[i]) is not None, node, "scale, bias, mean and var must be constants")
+        require(not int(node.attrs.get("training_mode", 0)), node,
+                "training_mode = 1 normalizes with the batch's statistics and updates the running ones (training): "
+                "export the model in inference mode")
         require(len([o for o in node.outputs if o]) == 1, node, "training outputs are not supported")
 
     def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:

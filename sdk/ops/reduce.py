@@ -24,6 +24,7 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..kernels.contract import call
+from ..kernels.dtypes import VARIANTS
 from ..kernels.requant import clamp_int8, quantize_float, quantize_multiplier, requant
 from .common import io_args, qparams_of, require
 from .registry import OpDef, register
@@ -80,7 +81,42 @@ def reduce_groups(shape: tuple[int, ...], axes: tuple[int, ...]) -> list[tuple[i
     return [(1, False)] * (MAX_GROUPS - len(groups)) + groups
 
 
+# the value of each reduction over an empty set (the frontend folds one: ReduceSum's 0, ReduceMax's -inf)
+EMPTY_SET = {"ReduceSum": 0.0, "ReduceMean": np.nan, "ReduceMax": -np.inf, "ReduceMin": np.inf, "ReduceProd": 1.0,
+             "ReduceSumSquare": 0.0, "ReduceL1": 0.0, "ReduceL2": 0.0, "ReduceLogSum": -np.inf,
+             "ReduceLogSumExp": -np.inf}
+INTEGER_REDUCTIONS = ("ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd")
+
+
+def empty_reduce(op: str, x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
+    """A reduction over an empty set: its identity (bool Max: False, Min: True; integers: the type's
+    lowest or highest)."""
+    shape = [1 if i in axes else d for i, d in enumerate(x.shape)] if keepdims else \
+        [d for i, d in enumerate(x.shape) if i not in axes]
+    if x.dtype == np.bool_:
+        return np.full(shape, op == "ReduceMin", dtype=bool)
+    if x.dtype.kind in "iu":
+        info = np.iinfo(x.dtype)
+        value = {"ReduceMax": info.min, "ReduceMin": info.max, "ReduceProd": 1}.get(op, 0)
+        return np.full(shape, value, dtype=x.dtype)
+    return np.full(shape, EMPTY_SET[op], dtype=np.float32)
+
+
+def integer_reduce(op: str, x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
+    """Sum, Max, Min, Prod of integers (wrapping, as the kernels) and Max / Min of bool (any / all)."""
+    if x.size == 0:
+        return empty_reduce(op, x, axes, keepdims)
+    if op in ("ReduceMax", "ReduceMin"):
+        return (x.max if op == "ReduceMax" else x.min)(axis=axes, keepdims=keepdims)
+    wide = x.astype(np.int64).view(np.uint64)
+    with np.errstate(over="ignore"):
+        y = wide.sum(axis=axes, keepdims=keepdims) if op == "ReduceSum" else wide.prod(axis=axes, keepdims=keepdims)
+    return np.asarray(y).view(np.int64).astype(x.dtype)
+
+
 def float_reduce(op: str, x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
+    if x.size == 0:
+        return empty_reduce(op, x, axes, keepdims)
     x = x.astype(np.float64)
     kw = {"axis": axes, "keepdims": keepdims}
     if op == "ReduceLogSumExp":
@@ -118,6 +154,7 @@ def make_reduce(op_type: str) -> type[OpDef]:
                      "integer accumulation, then the requantization rule" + (
                          " (square root in float32)" if op_type == "ReduceL2" else ""))
         defaults = {"keepdims": 1, "noop_with_empty_axes": 0}
+        integer_inputs = op_type in INTEGER_REDUCTIONS
 
         def axes(self, node: Node, g: Graph) -> tuple[int, ...]:
             return reduce_axes(node, g, len(g.tensors[node.inputs[0]].shape))
@@ -126,6 +163,14 @@ def make_reduce(op_type: str) -> type[OpDef]:
             shape = g.tensors[node.inputs[0]].shape
             axes = self.axes(node, g)
             require(axes is not None, node, "the axes must be a constant")
+            x = g.tensors[node.inputs[0]]
+            if x.is_integer:
+                require(x.dtype != "bool" or op_type in ("ReduceMax", "ReduceMin"), node,
+                        "of bool tensors only ReduceMax and ReduceMin are supported")
+                require(reduce_groups(shape, axes) is not None, node,
+                        f"reducing axes {list(axes)} of shape {list(shape)} alternates kept and reduced axes "
+                        f"more than {MAX_GROUPS} times")
+                return
             if not is_spatial_mean(node, g):
                 require(reduce_groups(shape, axes) is not None, node,
                         f"reducing axes {list(axes)} of shape {list(shape)} alternates kept and reduced axes "
@@ -138,8 +183,15 @@ def make_reduce(op_type: str) -> type[OpDef]:
                 return [tuple(1 if i in axes else d for i, d in enumerate(shape))]
             return [tuple(d for i, d in enumerate(shape) if i not in axes)]
 
+        def dtypes(self, node: Node, g: Graph) -> list[str]:
+            x = g.tensors[node.inputs[0]]
+            return [x.dtype if x.is_integer else "float32"]
+
         def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
-            y = float_reduce(op_type, xs[0], self.axes(node, g), bool(self.attr(node, "keepdims")))
+            axes = self.axes(node, g)
+            if xs[0].dtype.kind in "biu":
+                return [np.asarray(integer_reduce(op_type, xs[0], axes, bool(self.attr(node, "keepdims"))))]
+            y = float_reduce(op_type, xs[0], axes, bool(self.attr(node, "keepdims")))
             return [np.asarray(y).astype(np.float32)]
 
         def macs(self, node: Node, g: Graph) -> int:
@@ -173,6 +225,9 @@ def make_reduce(op_type: str) -> type[OpDef]:
             groups = reduce_groups(g.tensors[node.inputs[0]].shape, self.axes(node, g))
             geometry = {f"d{i}": size for i, (size, _) in enumerate(groups)}
             geometry.update({f"r{i}": int(reduced) for i, (_, reduced) in enumerate(groups)})
+            x = g.tensors[node.inputs[0]]
+            if x.is_integer:
+                return call(f"reduce_int_{VARIANTS[x.dtype]}", **io_args(node), **geometry, code=CODES[op_type])
             if precision == "int8":
                 q = node.q
                 return call("reduce_s8", **io_args(node), **geometry, code=CODES[op_type], zx=q["zx"],

@@ -28,6 +28,14 @@ class OpDef:
     # The int8 rule in a few words, for SUPPORTED_OPS.md and `cuvil-sdk ops`, where the two
     # attributes above do not say it ("" = what they say: int8_rule_text)
     int8_rule: str = ""
+    # Whether the op takes integer or bool tensors computed at run time (indices, token ids,
+    # masks; ir.INTEGER_DTYPES). The frontend refuses such an input of any other op, naming
+    # the node and the tensor; an op that takes them says which, in `check`, and gives its
+    # outputs' element types in `dtypes`.
+    integer_inputs: bool = False
+    # Inputs whose type only the op reads, never their values (CastLike's second): a node whose
+    # other inputs are constants is evaluated at compile time
+    type_only_inputs: tuple[int, ...] = ()
 
     def attr(self, node: Node, key: str) -> Any:
         return node.attrs.get(key, self.defaults.get(key))
@@ -38,8 +46,18 @@ class OpDef:
     def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         raise NotImplementedError
 
+    def dtypes(self, node: Node, g: Graph) -> list[str]:
+        """The element types of the outputs (numpy names), asked after `infer`: float32 unless
+        the op computes integers or bool (ir.INTEGER_DTYPES)."""
+        return ["float32"] * len(node.outputs)
+
     def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         raise NotImplementedError
+
+    def qparams_rule(self, node: Node, g: Graph) -> str:
+        """This node's `output_qparams` ("calibrated" or "same"): ops whose rule depends on the
+        node (a Cast from integers is calibrated, one between floats keeps its input's) say so."""
+        return self.output_qparams
 
     def fixed_qparams(self, node: Node, g: Graph) -> QParams | None:
         """Output quantization an op imposes regardless of calibration (e.g. Softmax)."""

@@ -31,7 +31,8 @@ from ..ir import Graph, Node
 from ..kernels.contract import call
 from ..kernels.requant import quantize_float
 from .common import Buf, Weight, optional_input, qparams_of, require
-from .movement import VARIANT, Remap, strides_of
+from ..kernels.dtypes import VARIANTS as VARIANT
+from .movement import Remap, strides_of
 from .registry import register
 
 COORD_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -135,6 +136,8 @@ def q_taps(w: np.ndarray) -> np.ndarray:
 class ResizeBase(Remap):
     """Shared by Resize and Upsample: the per-axis scales and output sizes, then either the
     nearest tables (Remap) or the linear kernel."""
+
+    integer_inputs = False  # float tensors only (interpolation)
 
     def mode(self, node: Node) -> str:
         return str(node.attrs.get("mode", "nearest"))

@@ -1,16 +1,18 @@
-"""Where at run time: out = cond ? a : b, with a constant condition (bool tensors exist only as
-compile-time constants, see static.py) and run-time or constant float operands, numpy
-broadcasting up to 4-D. With every input constant the frontend folds it instead.
+"""Where at run time: out = cond ? a : b, with a bool condition (a run-time mask or a constant)
+and float or integer operands (run-time or constant), numpy broadcasting up to 4-D. With every
+input constant the frontend folds it instead.
 
-int8 rule: the output is calibrated; each operand is requantized to the output's scale
+int8 rule: the output is calibrated; each float operand is requantized to the output's scale
 (Concat's rule: zy + requant(x - zx)), so the selected value is the operand's value at the
-output's scale. The kernel walks the 4-D broadcast with element strides for a, b and cond.
+output's scale; integer operands are selected as they are. The kernel walks the 4-D broadcast
+with element strides for a, b and cond.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..kernels.contract import call
+from ..kernels.dtypes import CTYPES, VARIANTS
 from ..kernels.requant import clamp_int8, quantize_multiplier, requant
 from .common import Buf, Weight, broadcast_shape, qparams_of, require
 from .elementwise import MAX_RANK, broadcast_strides, const_qparams
@@ -20,17 +22,23 @@ from .registry import OpDef, register
 @register
 class Where(OpDef):
     op_type = "Where"
-    summary = "cond ? a : b with a constant bool condition (up to 4-D); all-constant: folded"
+    summary = "cond ? a : b with a bool condition (a run-time mask or a constant) and float or integer operands (up to 4-D)"
+    integer_inputs = True
 
     def check(self, node, g) -> None:
         require(len(node.inputs) == 3, node, "needs three inputs")
-        cond = g.const(node.inputs[0])
-        require(cond is not None, node, "the condition must be a constant (bool tensors exist only as constants)")
+        cond = g.tensors[node.inputs[0]]
+        require(cond.dtype == "bool" or cond.is_const, node, f"the condition is {cond.dtype}, not bool")
         for name in node.inputs:
             require(len(g.tensors[name].shape) <= MAX_RANK, node, f"rank above {MAX_RANK} is not supported")
 
     def infer(self, node, g) -> list[tuple[int, ...]]:
         return [broadcast_shape(node, [g.tensors[i].shape for i in node.inputs])]
+
+    def dtypes(self, node, g) -> list[str]:
+        a, b = (g.tensors[i] for i in node.inputs[1:])
+        runtime = [t for t in (a, b) if not t.is_const]
+        return [(runtime[0] if runtime else a).dtype if (runtime[0] if runtime else a).is_integer else "float32"]
 
     def run_float(self, node, g, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [np.where(xs[0].astype(bool), xs[1], xs[2])]  # folded: int64 shapes stay int64
@@ -56,21 +64,31 @@ class Where(OpDef):
 
     def operand(self, node, g, index: int, precision: str) -> Weight | Buf:
         name = node.inputs[index]
-        t = g.tensors[name]
+        t, out = g.tensors[name], g.tensors[node.outputs[0]]
         if not t.is_const:
             return Buf(name, const=True)
+        if out.is_integer:
+            return Weight(f"in{index}", t.data.astype(out.dtype), CTYPES[out.dtype])
         if precision == "int8":
             return Weight(f"in{index}", node.q["parts"][index - 1]["codes"], "int8_t")
         return Weight(f"in{index}", t.data.astype(np.float32), "float")
 
     def lower(self, node, g, precision: str):
-        out = g.tensors[node.outputs[0]].shape
+        out_t = g.tensors[node.outputs[0]]
+        out = out_t.shape
         geometry = {f"d{i}": d for i, d in enumerate((1,) * (MAX_RANK - len(out)) + tuple(out))}
         for key, name in zip(("sc", "sa", "sb"), node.inputs):
             geometry.update({f"{key}{i}": s for i, s in enumerate(broadcast_strides(g.tensors[name].shape, out))})
-        cond = Weight("cond", g.const(node.inputs[0]).astype(bool).astype(np.int8), "int8_t")
+        cond_t = g.tensors[node.inputs[0]]
+        cond = (Weight("cond", cond_t.data.astype(bool), "bool") if cond_t.is_const
+                else Buf(cond_t.name, const=True))
         io = dict(a=self.operand(node, g, 1, precision), b=self.operand(node, g, 2, precision),
                   out=Buf(node.outputs[0]), cond=cond, **geometry)
+        if out_t.dtype == "int8" and out_t.is_integer:  # int8 integers: the requantizing kernel, identity rule
+            mult, shift = quantize_multiplier(1.0)
+            return call("where_s8", **io, za=0, ma=mult, sha=shift, zb=0, mb=mult, shb=shift, zy=0)
+        if out_t.is_integer:
+            return call(f"where_{VARIANTS[out_t.dtype]}", **io)
         if precision == "int8":
             (pa, pb), zy = node.q["parts"], node.q["zy"]
             return call("where_s8", **io, za=pa["zx"], ma=pa["mult"], sha=pa["shift"], zb=pb["zx"], mb=pb["mult"],

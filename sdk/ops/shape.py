@@ -10,6 +10,7 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..kernels.contract import call
+from ..kernels.dtypes import CTYPES, VARIANTS
 from ..kernels.requant import clamp_int8, quantize_float, quantize_multiplier, requant
 from .common import Weight, io_args, qparams_of, require, stacked_samples
 from .movement import remap_call, strides_of
@@ -35,10 +36,14 @@ def reshape_samples(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 class Alias(OpDef):
-    """Output is the input's bytes with another shape: no code, shared memory."""
+    """Output is the input's bytes with another shape: no code, shared memory (of any type)."""
 
     alias = True
     output_qparams = "same"
+    integer_inputs = True
+
+    def dtypes(self, node: Node, g: Graph) -> list[str]:
+        return [g.tensors[node.inputs[0]].dtype]
 
     def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         return [reshape_samples(xs[0], g.tensors[node.outputs[0]].shape)]
@@ -131,10 +136,17 @@ class Identity(Alias):
 @register
 class Dropout(Alias):
     op_type = "Dropout"
-    summary = "inference no-op (removed by the passes); the mask output is not supported"
+    summary = ("inference no-op (removed by the passes); its mask output is all True; training_mode must be a "
+               "constant false, or true with a ratio of 0")
 
     def check(self, node: Node, g: Graph) -> None:
-        require(len([o for o in node.outputs if o]) == 1, node, "the mask output is not supported")
+        training = g.const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else np.array(False)
+        require(training is not None, node, "training_mode must be a constant")
+        if bool(np.asarray(training).reshape(-1)[0]):
+            ratio = g.const(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else np.array(0.5)
+            require(ratio is not None and float(np.asarray(ratio).reshape(-1)[0]) == 0.0, node,
+                    "training_mode is true with a ratio above 0: it would drop values at random (export the model "
+                    "in inference mode)")
 
     def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return [g.tensors[node.inputs[0]].shape]
@@ -155,6 +167,10 @@ class Transpose(OpDef):
     op_type = "Transpose"
     summary = "permute dimensions (above 4-D as an index remap); pairs are cancelled by the layout pass"
     output_qparams = "same"
+    integer_inputs = True
+
+    def dtypes(self, node: Node, g: Graph) -> list[str]:
+        return [g.tensors[node.inputs[0]].dtype]
 
     def perm(self, node: Node, g: Graph) -> list[int]:
         rank = len(g.tensors[node.inputs[0]].shape)
@@ -180,14 +196,17 @@ class Transpose(OpDef):
             strides = strides_of(shape)
             return remap_call(node, g, 0, [np.arange(shape[p]) * strides[p] for p in perm])
         args = transpose_args(shape, perm)
-        kernel = "transpose_s8" if precision == "int8" else "transpose_f32"
-        return call(kernel, **io_args(node), **args)
+        return call(f"transpose_{VARIANTS[g.tensors[node.outputs[0]].dtype]}", **io_args(node), **args)
 
 
 @register
 class Concat(OpDef):
     op_type = "Concat"
     summary = "join along an axis (int8: each input requantized to the output's scale)"
+    integer_inputs = True
+
+    def dtypes(self, node: Node, g: Graph) -> list[str]:
+        return [g.tensors[node.inputs[0]].dtype]
 
     def check(self, node: Node, g: Graph) -> None:
         require("axis" in node.attrs, node, "axis is required")
@@ -236,9 +255,11 @@ class Concat(OpDef):
 
     def input_arg(self, node: Node, g: Graph, i: int, precision: str):
         """Input i of a kernel call: the arena tensor, or a constant emitted with the model."""
-        t = g.tensors[node.inputs[i]]
+        t, out = g.tensors[node.inputs[i]], g.tensors[node.outputs[0]]
         if not t.is_const:
             return io_args(node, i)["in"]
+        if out.is_integer:
+            return Weight(f"in{i}", t.data.astype(out.dtype), CTYPES[out.dtype])
         if precision == "int8":
             return Weight(f"in{i}", node.q["parts"][i]["const"], "int8_t")
         return Weight(f"in{i}", t.data.astype(np.float32), "float")
@@ -249,11 +270,17 @@ class Concat(OpDef):
         outer = int(np.prod(out_shape[:axis], dtype=np.int64))
         inner = int(np.prod(out_shape[axis + 1:], dtype=np.int64))
         calls, offset = [], 0
+        integer = g.tensors[node.outputs[0]].dtype if g.tensors[node.outputs[0]].is_integer else ""
         for i, name in enumerate(node.inputs):
             chunk = g.tensors[name].shape[axis] * inner
             io = dict(io_args(node, i), offset=offset, outer=outer, chunk=chunk, out_stride=out_shape[axis] * inner)
             io["in"] = self.input_arg(node, g, i, precision)
-            if precision == "int8":
+            if integer == "int8":  # int8 integers: the requantizing kernel with an identity rule
+                mult, shift = quantize_multiplier(1.0)
+                calls.append(call("concat_s8", **io, zx=0, zy=0, mult=mult, shift=shift))
+            elif integer:
+                calls.append(call(f"concat_{VARIANTS[integer]}", **io))
+            elif precision == "int8":
                 p = node.q["parts"][i]
                 calls.append(call("concat_s8", **io, zx=p["zx"], zy=node.q["zy"], mult=p["mult"], shift=p["shift"]))
             else:
@@ -270,6 +297,10 @@ class Pad(OpDef):
     op_type = "Pad"
     summary = "padding (up to 4-D): modes constant, edge, reflect and wrap; constant pads, value and axes"
     output_qparams = "same"
+    integer_inputs = True
+
+    def dtypes(self, node: Node, g: Graph) -> list[str]:
+        return [g.tensors[node.inputs[0]].dtype]
 
     def pads_value(self, node: Node, g: Graph) -> tuple[list[int], float]:
         if len(node.inputs) > 1 and node.inputs[1]:
@@ -342,6 +373,9 @@ class Pad(OpDef):
         geometry = {f"{key}{i}": v for key, values in (("i", shape4), ("o", out4), ("b", before))
                     for i, v in enumerate(values)}
         geometry["mode"] = PAD_MODES.index(node.attrs.get("mode", "constant"))
+        out = g.tensors[node.outputs[0]]
+        if out.is_integer:
+            return call(f"pad_{VARIANTS[out.dtype]}", **io_args(node), **geometry, value=int(self.pads_value(node, g)[1]))
         if precision == "int8":
             return call("pad_s8", **io_args(node), **geometry, value=node.q["value"])
         return call("pad_f32", **io_args(node), **geometry, value=self.pads_value(node, g)[1])

@@ -1,33 +1,37 @@
-"""Ops evaluated at compile time: Shape, Size, Range, ConstantOfShape, the comparisons (Equal,
-Greater, Less, GreaterOrEqual, LessOrEqual), the logic ops (Not, And, Or), ArgMax / ArgMin,
-and Cast of a constant (Where of constants too: select.py).
+"""Ops whose value is known at compile time: Shape, Size, Range, ConstantOfShape; and `_Fill`, the
+model output that is a constant.
 
-Non-float tensors (int64 indices and shapes, bool masks) exist in this compiler only as
-compile-time constants: the frontend evaluates every node whose inputs are all constants
-(and Shape / Size, whose result a static-shape model knows) as soon as its shape is known
-(frontend/loader.py `infer_shapes`), so shape-computing subgraphs as exporters write them
-(Shape -> Gather -> Unsqueeze -> Concat -> Reshape) become constants before the op that
-needs one checks it. Every activation at run time is float (int8 once quantized). A node of
-this module whose inputs are not all constant is refused with one line naming it. Cast of a
-run-time float tensor to float is an alias; to any other type it is refused.
+Integer and bool tensors are computed at run time too (token ids, class indices, masks: the ops of
+cast.py, compare.py, index.py, gather.py and integer.py), but shapes are static: the frontend
+evaluates every node whose inputs are all constants (and Shape / Size, whose result a
+static-shape model knows) as soon as its shape is known (frontend/loader.py `infer_shapes`), so
+shape-computing subgraphs as exporters write them (Shape -> Gather -> Unsqueeze -> Concat ->
+Reshape) become constants before the op that needs one checks it. Range and ConstantOfShape of
+a run-time input would have an output shape that depends on values (a dynamic output shape):
+they are refused with one line naming the node and why.
+
+A model output whose value is known at compile time (Shape of an input, Dropout's mask, a
+reduction over an empty set) is written by a `_Fill` node: a copy of the constant.
 """
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, helper
 
-from ..ir import Graph, Node
-from .common import broadcast_shape, require
+from ..ir import Graph, Node, QParams
+from ..kernels.contract import Buf, Weight, call
+from ..kernels.requant import quantize_float
+from .common import per_tensor, require
+from .elementwise import const_qparams
 from .registry import OpDef, register
-from .shape import Alias
 
 FOLDED = "folded at compile time"
 
 
 def compile_time_inputs(node: Node, g: Graph) -> list[np.ndarray]:
     """The inputs of a node evaluated at compile time: constants, and for Shape / Size (which
-    read only a shape) a zero-strided stand-in of a run-time input, which costs no memory."""
-    return [t.data if t.is_const else np.broadcast_to(np.zeros((), np.float32), t.shape)
+    read only a shape) or an empty run-time input a zero-strided stand-in of its type, which costs
+    no memory."""
+    return [t.data if t.is_const else np.broadcast_to(np.zeros((), t.dtype), t.shape)
             for t in (g.tensors[i] for i in node.inputs if i)]
 
 
@@ -35,43 +39,21 @@ class Static(OpDef):
     """An op that only exists at compile time: it is folded, never lowered."""
 
     int8_rule = FOLDED
+    integer_inputs = True  # its check says why a run-time input cannot be
     # Shape and Size read only their input's (static) shape, not its values
     reads_shape_only = False
 
     def check(self, node: Node, g: Graph) -> None:
         runtime = [i for i in node.inputs if i and not g.tensors[i].is_const]
-        require(not runtime, node, f"input '{runtime[0] if runtime else ''}' is computed at run time; this op "
-                                   f"is only supported on constants (folded at compile time: non-float tensors "
-                                   f"exist only as constants)")
+        require(not runtime, node, f"input '{runtime[0] if runtime else ''}' is computed at run time, and the "
+                                   f"output's shape would depend on its values (a dynamic output shape): static "
+                                   f"shapes are required")
 
     def values(self, node: Node, g: Graph) -> list[np.ndarray]:
         return self.run_float(node, g, compile_time_inputs(node, g))
 
     def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return [tuple(v.shape) for v in self.values(node, g)]
-
-
-class Elementwise(Static):
-    """An element-wise op of constants given by a numpy function (numpy broadcasting)."""
-
-    function = staticmethod(np.equal)
-
-    # from the shapes alone: two constants may broadcast to something huge
-    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
-        return [broadcast_shape(node, [g.tensors[i].shape for i in node.inputs if i])]
-
-    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
-        return [np.asarray(self.function(*xs))]
-
-
-def numpy_function(op: str, fn, doc: str) -> None:
-    register(type(op, (Elementwise,), {"op_type": op, "summary": doc, "function": staticmethod(fn)}))
-
-
-for _op, _fn in {"Equal": np.equal, "Greater": np.greater, "Less": np.less, "GreaterOrEqual": np.greater_equal,
-                 "LessOrEqual": np.less_equal, "And": np.logical_and, "Or": np.logical_or}.items():
-    numpy_function(_op, _fn, f"element-wise {_op} of constants (bool result)")
-numpy_function("Not", np.logical_not, "element-wise Not of a constant bool tensor")
 
 
 class ShapeReader(Static):
@@ -144,63 +126,39 @@ class ConstantOfShape(Static):
         return [np.full(self.infer(node, g)[0], value[0], dtype=value.dtype)]
 
 
-class ArgBase(Static):
-    defaults = {"axis": 0, "keepdims": 1, "select_last_index": 0}
-    pick = staticmethod(np.argmax)
-
-    def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
-        x = xs[0]
-        require(x.ndim > 0, node, "the input must have at least one dimension")
-        axis = int(self.attr(node, "axis"))
-        require(-x.ndim <= axis < x.ndim, node, f"axis {axis} is out of range for rank {x.ndim}")
-        axis %= x.ndim
-        if self.attr(node, "select_last_index"):  # the last of equal values: search the reversed axis
-            flipped = np.flip(x, axis)
-            idx = x.shape[axis] - 1 - self.pick(flipped, axis=axis)
-        else:
-            idx = self.pick(x, axis=axis)
-        idx = idx.astype(np.int64)
-        return [np.expand_dims(idx, axis) if self.attr(node, "keepdims") else idx]
-
-
 @register
-class ArgMax(ArgBase):
-    op_type = "ArgMax"
-    summary = "index of the largest value of a constant (keepdims, select_last_index)"
+class Fill(OpDef):
+    """A model output known at compile time: a copy of the constant input (frontend fold_node)."""
 
-
-@register
-class ArgMin(ArgBase):
-    op_type = "ArgMin"
-    summary = "index of the smallest value of a constant (keepdims, select_last_index)"
-    pick = staticmethod(np.argmin)
-
-
-@register
-class Cast(Alias):
-    op_type = "Cast"
-    summary = "a constant to any numeric type (folded); a run-time float tensor to float (no code)"
-    int8_rule = "alias (no code); constants folded"
-
-    def target(self, node: Node) -> np.dtype:
-        to = node.attrs.get("to")
-        require(to in TensorProto.DataType.values() and to not in (TensorProto.UNDEFINED, TensorProto.STRING),
-                node, f"cast to type {to} is not supported")
-        return np.dtype(helper.tensor_dtype_to_np_dtype(to))
-
-    def check(self, node: Node, g: Graph) -> None:
-        require(self.target(node) == np.float32, node, "a tensor computed at run time can only be cast to float "
-                                                       "(non-float tensors exist only as constants)")
+    op_type = "_Fill"
+    summary = "a model output known at compile time, copied from the constants"
+    int8_rule = "the constant quantized at its own range"
+    integer_inputs = True
 
     def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return [g.tensors[node.inputs[0]].shape]
 
+    def dtypes(self, node: Node, g: Graph) -> list[str]:
+        return [g.tensors[node.inputs[0]].dtype]
+
+    def fixed_qparams(self, node: Node, g: Graph) -> QParams | None:
+        data = g.tensors[node.inputs[0]].data
+        return None if data.dtype.kind != "f" else per_tensor(*const_qparams(data))
+
     def run_float(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
-        target = self.target(node)
-        if target == np.bool_ or xs[0].dtype.kind != "f" or target.kind == "f":
-            return [xs[0].astype(target)]
-        with np.errstate(invalid="ignore", over="ignore"):  # ONNX: float to int truncates towards zero
-            return [np.trunc(xs[0]).astype(target)]
+        return [np.array(xs[0])]
 
     def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
-        return [xs[0]]
+        return [self.values(node, g)]
+
+    def values(self, node: Node, g: Graph) -> np.ndarray:
+        """The output's values as its tensor holds them (int8 codes, fp16, or the integers)."""
+        data, out = g.tensors[node.inputs[0]].data, g.tensors[node.outputs[0]]
+        if out.q is not None:
+            return quantize_float(data.astype(np.float32), *out.q.scalar())
+        return data.astype(out.dtype)
+
+    def lower(self, node: Node, g: Graph, precision: str):
+        out = g.tensors[node.outputs[0]]
+        return call("copy", in_=Weight("value", self.values(node, g), "void"), out=Buf(node.outputs[0]),
+                    nbytes=out.nbytes)

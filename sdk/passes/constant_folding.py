@@ -6,7 +6,7 @@ import numpy as np
 from ..ir import Graph, Tensor
 from ..ops import get_op
 
-NEVER_FOLD = {"DequantizeLinear", "QuantizeLinear"}  # their int8 values matter to QDQ import
+NEVER_FOLD = {"DequantizeLinear", "QuantizeLinear", "_Fill"}  # their int8 values matter to QDQ import; _Fill writes an output
 
 
 def fold_constants(g: Graph) -> None:

@@ -15,6 +15,8 @@ def fuse_activations(g: Graph) -> None:
         producer = g.producer(act.inputs[0])
         if producer is None or producer.op not in FUSABLE_PRODUCERS or producer.activation is not None:
             continue
+        if g.tensors[act.inputs[0]].is_integer:  # a clamp of integers (ops/integer.py) stays a layer
+            continue
         if len(g.consumers(act.inputs[0])) != 1 or act.inputs[0] in g.outputs:
             continue
         bounds = (0.0, np.inf) if act.op == "Relu" else clip_bounds(act, g)

@@ -103,7 +103,36 @@ def simplify(g: Graph, node: Node) -> bool:
         return compose(g, node)
     if node.op in UNARY | BINARY | {"Concat", "Pad"}:
         return push_down(g, node)
+    if node.op in ARG_OPS:
+        return push_through_arg(g, node)
     return False
+
+
+ARG_OPS = {"ArgMax", "ArgMin"}
+
+
+def push_through_arg(g: Graph, node: Node) -> bool:
+    """ArgMax(T(x), axis) as T'(ArgMax(x, perm[axis])): a segmentation head's ArgMax over the
+    channels of a channels-last tensor, per pixel, with no transpose before it. With keepdims the
+    transpose after it moves a unit axis only (a Reshape); without, it keeps the other axes' order."""
+    producer = g.producer(node.inputs[0])
+    if producer is None or producer.op != "Transpose" or producer.inputs[0] in g.outputs:
+        return False
+    perm = producer.attrs["perm"]
+    axis = int(node.attrs.get("axis", 0)) % len(perm)
+    inner_axis = perm[axis]
+    if int(node.attrs.get("keepdims", 1)):
+        after = list(perm)
+    else:  # the reduced axis leaves both: the others keep their order
+        after = [p - (p > inner_axis) for p in perm if p != inner_axis]
+    y = node.outputs[0]
+    y_inner = twin(g, y, inverse(after))
+    node.inputs[0] = producer.inputs[0]
+    node.attrs["axis"] = inner_axis
+    node.outputs[0] = y_inner
+    g.nodes.insert(g.nodes.index(node) + 1, transpose_node(g, y_inner, y, after))
+    g.remove_unused()
+    return True
 
 
 def compose(g: Graph, node: Node) -> bool:

@@ -111,7 +111,8 @@ def calibrate(g: Graph, samples: list[dict[str, np.ndarray]], count: int, method
 
 
 def observed(g: Graph, name: str) -> bool:
-    return name in g.tensors and not g.tensors[name].is_const
+    """A float activation (integer and bool tensors have no range to observe: never quantized)."""
+    return name in g.tensors and not g.tensors[name].is_const and not g.tensors[name].is_integer
 
 
 def calibrate_batched(g: Graph, samples: list[dict[str, np.ndarray]], method: str, progress: bool) -> RangeObserver:

@@ -13,6 +13,7 @@ from ..errors import ModelError
 from ..ir import Graph, Node
 from ..kernels.contract import KernelCall, Weight, declarations
 from ..ops import get_op
+from ..ops.common import integer_node
 from .mixed import convert_node
 
 HALF_CTYPE = "cuvil_f16"
@@ -62,7 +63,7 @@ def to_half_weight(arg, node: Node):
 
 def to_half(g: Graph) -> list[str]:
     """Make the graph fp16 in place; returns the layers computed in fp32."""
-    float_nodes = [n for n in g.nodes if not get_op(n.op).alias and not runs_in_half(n, g)]
+    float_nodes = [n for n in g.nodes if not get_op(n.op).alias and not integer_node(n, g) and not runs_in_half(n, g)]
     for t in g.tensors.values():
         if not t.is_const and t.dtype == "float32":
             t.dtype = "float16"
@@ -71,7 +72,7 @@ def to_half(g: Graph) -> list[str]:
         node.precision = "fp32"
         for i, name in enumerate(node.inputs):
             t = g.tensors.get(name) if name else None
-            if t is None or t.is_const:
+            if t is None or t.is_const or t.is_integer:  # integer and bool tensors are the same in fp16 builds
                 continue
             producer = g.producer(name)
             if producer is not None and producer.op == "_ToHalf":  # float already upstream: no fp16 round trip
@@ -81,7 +82,7 @@ def to_half(g: Graph) -> list[str]:
                 widened[name] = convert_node(g, node, name, "_ToFloat", "float32", before=True)
             node.inputs[i] = widened[name]
         for j, name in enumerate(node.outputs):
-            if not name or name not in g.tensors or g.tensors[name].is_const:
+            if not name or name not in g.tensors or g.tensors[name].is_const or g.tensors[name].is_integer:
                 continue
             if not g.consumers(name) and name not in g.outputs:  # the layer's own scratch (LSTM, GRU)
                 g.tensors[name].dtype = "float32"

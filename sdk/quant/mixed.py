@@ -14,7 +14,7 @@ def keep_in_float(g: Graph, names: set[str]) -> set[str]:
         node.precision = "fp32"
         for i, name in enumerate(node.inputs):
             t = g.tensors.get(name) if name else None
-            if t is None or t.is_const or name in float_tensors:
+            if t is None or t.is_const or t.is_integer or name in float_tensors:
                 continue
             producer = g.producer(name)
             if producer is not None and producer.op == "_Quantize":
@@ -23,6 +23,8 @@ def keep_in_float(g: Graph, names: set[str]) -> set[str]:
             node.inputs[i] = convert_node(g, node, name, "_Dequantize", "float32", before=True)
             float_tensors.add(node.inputs[i])
         for j, name in enumerate(node.outputs):
+            if not name or g.tensors[name].is_integer:  # integer outputs are the same in float
+                continue
             node.outputs[j] = convert_node(g, node, name, "_Quantize", "float32", before=False)
             float_tensors.add(node.outputs[j])
     g.remove_unused()

@@ -11,6 +11,7 @@ from ..errors import ModelError, UsageError
 from ..ir import Graph, QParams
 from ..kernels.requant import RequantRangeError
 from ..ops import get_op
+from ..ops.common import integer_node
 from .calibrate import RangeObserver
 from .int16 import widen_layers
 from .mixed import keep_in_float
@@ -27,14 +28,19 @@ def asymmetric(low: float, high: float) -> QParams:
     return QParams(np.array(scale, dtype=np.float32), np.array(zero_point, dtype=np.int32))
 
 
+def quantizable(t) -> bool:
+    """A float activation (integer and bool tensors are never quantized)."""
+    return t.dtype == "float32"
+
+
 def needs_calibration(g: Graph) -> list[str]:
     """Activation tensors that neither a QDQ import nor their op gives parameters to."""
-    missing = [name for name in g.inputs if g.tensors[name].q is None]
+    missing = [name for name in g.inputs if g.tensors[name].q is None and quantizable(g.tensors[name])]
     for node in g.nodes:
         op = get_op(node.op)
-        if op.output_qparams == "same" or op.fixed_qparams(node, g) is not None:
+        if op.qparams_rule(node, g) == "same" or op.fixed_qparams(node, g) is not None:
             continue
-        missing += [o for o in node.outputs if g.tensors[o].q is None]
+        missing += [o for o in node.outputs if o and g.tensors[o].q is None and quantizable(g.tensors[o])]
     return missing
 
 
@@ -45,16 +51,18 @@ def assign_qparams(g: Graph, observer: RangeObserver | None) -> None:
         return asymmetric(*observer.range(name))
 
     for name in g.inputs:
-        if g.tensors[name].q is None:
+        if g.tensors[name].q is None and quantizable(g.tensors[name]):
             g.tensors[name].q = from_observer(name)
     for node in g.nodes:
         op = get_op(node.op)
         fixed = op.fixed_qparams(node, g)
         for out in node.outputs:
-            t = g.tensors[out]
+            t = g.tensors[out] if out else None
+            if t is None or not quantizable(t):  # integers (an ArgMax's indices) stay as they are
+                continue
             if fixed is not None:
                 t.q = fixed
-            elif op.output_qparams == "same":
+            elif op.qparams_rule(node, g) == "same":
                 t.q = copy.deepcopy(g.tensors[node.inputs[0]].q)
             elif t.q is None:
                 t.q = from_observer(out)
@@ -74,9 +82,11 @@ def quantize_graph(g: Graph, observer: RangeObserver | None, keep_float: set[str
     if int4:
         mark_int4(g, set(int4))
     for node in g.nodes:
-        if node.precision != "fp32":
+        if node.precision != "fp32" and not integer_node(node, g):
             quantize_node(node, g)
     for t in g.activations():
+        if t.is_integer:  # integer and bool tensors pass through unquantized
+            continue
         t.dtype = "float32" if t.name in float_tensors else "int16" if t.name in wide_tensors else "int8"
 
 

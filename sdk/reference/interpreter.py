@@ -10,6 +10,7 @@ from ..errors import ModelError
 from ..ir import Graph
 from ..kernels.requant import dequantize, quantize_float
 from ..ops import get_op
+from ..ops.common import integer_node
 
 
 def _run(g: Graph, feeds: dict[str, np.ndarray], step: Callable, keep_all: bool) -> dict[str, np.ndarray]:
@@ -58,15 +59,22 @@ def out_of_range(node, g: Graph, value: np.ndarray) -> bool:
 
 
 def run_int(g: Graph, feeds: dict[str, np.ndarray], keep_all: bool = False) -> dict[str, np.ndarray]:
-    """Feeds and results are int8 arrays of a quantized graph (layers kept in float run in float)."""
+    """Feeds and results are int8 arrays of a quantized graph (layers kept in float run in float;
+    integer and bool tensors are their own values, and layers of them only run their one rule)."""
     def step(node, xs):
         op = get_op(node.op)
-        return op.run_float(node, g, xs) if node.precision == "fp32" else op.run_int(node, g, xs)
+        exact = node.precision == "fp32" or integer_node(node, g)
+        return op.run_float(node, g, xs) if exact else op.run_int(node, g, xs)
     return _run(g, feeds, step, keep_all)
 
 
 def run_quantized_model(g: Graph, feeds: dict[str, np.ndarray]) -> tuple[dict, dict]:
-    """Float inputs -> (int8 outputs, dequantized float outputs), exactly as the C API."""
-    q_feeds = {name: quantize_float(x, *g.tensors[name].q.scalar()) for name, x in feeds.items()}
+    """Inputs -> (raw outputs, outputs), exactly as the C API: float inputs quantized, int8
+    outputs dequantized; integer and bool inputs and outputs as they are."""
+    def quantized(name: str) -> bool:
+        return g.tensors[name].q is not None
+    q_feeds = {name: quantize_float(x, *g.tensors[name].q.scalar()) if quantized(name) else x
+               for name, x in feeds.items()}
     q_out = run_int(g, q_feeds)
-    return q_out, {name: dequantize(v, *g.tensors[name].q.scalar()) for name, v in q_out.items()}
+    return q_out, {name: dequantize(v, *g.tensors[name].q.scalar()) if quantized(name) else v
+                   for name, v in q_out.items()}

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import TargetError
 from ..ops import REGISTRY
-from .protocol import decode_outputs, output_dtype, per_input_arrays
+from .protocol import decode_outputs, output_dtypes, per_input_arrays
 from .qemu_m7 import run_firmware
 
 SECONDS_PER_SAMPLE = 5.0
@@ -30,7 +30,7 @@ def run_on_qemu(board, info: dict, samples: list[dict[str, np.ndarray]], progres
     # a model of a multi-model image has its own files: input_<name>.bin, ... (harness_multi.c.j2)
     result = run_firmware(info["artifacts"]["elf"], board, per_input, timeout_s=timeout,
                           suffix=info.get("harness_suffix", ""))
-    raw = result.outputs([t["size"] for t in info["outputs"]], output_dtype(info))
+    raw = result.outputs([t["size"] for t in info["outputs"]], output_dtypes(info))
     if layers and result.dumps is None:
         raise TargetError("the firmware wrote no per-layer dumps (not a debug build)")
     return {"outputs": decode_outputs(info, raw, len(samples)), "instructions": list(result.instructions),

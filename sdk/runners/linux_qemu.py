@@ -22,7 +22,7 @@ from ..errors import TargetError, ToolError
 from . import insn_count
 from .emulator import board_command
 from .progress import Progress
-from .protocol import decode_outputs, encode_inputs, output_dtype, per_input_arrays, split_outputs
+from .protocol import decode_outputs, encode_inputs, model_error, output_dtypes, per_input_arrays, split_outputs
 
 SECONDS_PER_SAMPLE = 5.0
 # The slowest guest we run (a CUDA build's GPU path on the CPU-emulated libcuda, portable fp32
@@ -114,7 +114,7 @@ def run_in(command: list[str], exe: Path, work: Path, data: bytes, samples: int,
         if line.startswith(f"{Path(command[0]).name}:"):  # e.g. the loader is missing
             raise ToolError(f"{command[0]} could not run {exe.name}: {line}")
         how = f"exit code {proc.returncode}" if proc.returncode > 0 else f"signal {-proc.returncode}"
-        raise TargetError(f"harness {exe.name} failed ({how}): {line}")
+        raise model_error(line, f"harness {exe.name}") or TargetError(f"harness {exe.name} failed ({how}): {line}")
     if not output.exists():
         raise TargetError(f"harness {exe.name} exited 0 but wrote no output.bin")
     return output.read_bytes()
@@ -140,21 +140,21 @@ def run_on_qemu_user(board: Board, info: dict, samples: list[dict[str, np.ndarra
         if spec.get("path"):
             env["CUVIL_WEIGHTS"] = spec["path"]
     data = encode_inputs(per_input_arrays(info, samples))
-    dtype = output_dtype(info)
+    dtypes = output_dtypes(info)
     sizes = [t["size"] for t in info["outputs"]]
     timeout = deadline_s(info, len(samples), TIMING_REPEATS if timing else 0)
     source = insn_count.plugin_source(board)
     with tempfile.TemporaryDirectory(prefix="cuvil-qemu-user-") as tmp:
         work = Path(tmp)
         plugin = insn_count.build_plugin(source, work) if source is not None else None
-        output = run_harness(board, harness_path(info), data, len(samples), sum(sizes) * dtype.itemsize, timeout,
-                             progress, work, env, plugin)
+        output = run_harness(board, harness_path(info), data, len(samples),
+                             sum(n * d.itemsize for n, d in zip(sizes, dtypes)), timeout, progress, work, env, plugin)
         timing = read_timing(work / "timing.txt")
         counts, layers = insn_count.per_sample(insn_count.read_records(work / RECORDS)) if plugin else (None, None)
     if counts is not None and len(counts) != len(samples):
         raise TargetError(f"the instruction counter saw {len(counts)} of {len(samples)} samples: was the library "
                           f"built without -DCUVIL_INSN_MARKS?")
-    raw = split_outputs(output, len(samples), sizes, dtype)
+    raw = split_outputs(output, len(samples), sizes, dtypes)
     return {"outputs": decode_outputs(info, raw, len(samples)), "instructions": counts, "raw": raw,
             "layer_instructions": layers, "instructions_note": insn_count.NOTE if counts is not None else None,
             "times_ns": timing, "timing_note": f"emulated time under {Path(board.get('run.command')[0]).name} "

@@ -21,7 +21,7 @@ import numpy as np
 from ..boards import Board
 from ..errors import TargetError, ToolError
 from .emulator import board_command
-from .protocol import encode_inputs, split_outputs
+from .protocol import encode_inputs, model_error, split_outputs
 
 Inputs = Union[bytes, Sequence[np.ndarray]]
 _STATS_LINE = re.compile(r"^sample (\d+) instructions (\d+)$")
@@ -108,7 +108,7 @@ def _run(command: list[str], elf: Path, work: Path, data: bytes, samples: int,
         if not console.strip() and f"{Path(command[0]).name}:" in stderr:
             raise ToolError(f"{command[0]} could not run {elf.name}: {line}")
         how = f"exit code {proc.returncode}" if proc.returncode > 0 else f"signal {-proc.returncode}"
-        raise TargetError(f"firmware {elf.name} failed ({how}): {line}")
+        raise model_error(line, f"firmware {elf.name}") or TargetError(f"firmware {elf.name} failed ({how}): {line}")
     instructions = _read_stats(work / f"stats{suffix}.txt", samples)
     output = (work / f"output{suffix}.bin").read_bytes() if (work / f"output{suffix}.bin").exists() else b""
     layers = _read_layers(work / "layers.txt", samples)

@@ -22,7 +22,7 @@ from ..boards import Board
 from ..errors import TargetError
 from . import serial_protocol as proto
 from .progress import Progress
-from .protocol import decode_outputs, output_dtype, per_input_arrays, split_outputs
+from .protocol import decode_outputs, encode_inputs, output_dtypes, per_input_arrays, split_outputs
 
 RETRIES = 3             # sends of one frame after the first
 HELLO_TRIES = 8
@@ -215,16 +215,16 @@ class Conversation:
 
 
 def expected_info(info: dict, counter: str) -> proto.BoardInfo:
-    itemsize = output_dtype(info).itemsize
-    return proto.BoardInfo(proto.COUNTERS[counter], tuple(t["size"] * 4 for t in info["inputs"]),
-                           tuple(t["size"] * itemsize for t in info["outputs"]))
+    per_input = per_input_arrays(info, [{t["name"]: np.zeros(t["size"]) for t in info["inputs"]}])
+    return proto.BoardInfo(proto.COUNTERS[counter], tuple(a[0].nbytes for a in per_input),
+                           tuple(t["size"] * d.itemsize for t, d in zip(info["outputs"], output_dtypes(info))))
 
 
 def sample_payloads(info: dict, samples: list[dict[str, np.ndarray]]) -> list[bytes]:
-    """Each sample's INPUT payload: every input in model order, float32 little-endian."""
+    """Each sample's INPUT payload: every input in model order, float32 (an integer or bool input
+    in its own type), little-endian."""
     per_input = per_input_arrays(info, samples)
-    return [b"".join(np.ascontiguousarray(a[i], dtype="<f4").tobytes() for a in per_input)
-            for i in range(len(samples))]
+    return [encode_inputs([a[i:i + 1] for a in per_input])[4:] for i in range(len(samples))]
 
 
 def run_samples_on_link(link: serial.SerialBase, board: Board, info: dict, payloads: list[bytes], where: str,
@@ -302,7 +302,7 @@ def result_of(board: Board, info: dict, conversations: list[Conversation]) -> di
     counts = [c for conv in conversations for c in conv.counts]
     raw_samples = [r for conv in conversations for r in conv.outputs]
     raw = split_outputs(b"".join(raw_samples), len(raw_samples), [t["size"] for t in info["outputs"]],
-                        output_dtype(info))
+                        output_dtypes(info))
     result = {"outputs": decode_outputs(info, raw, len(raw_samples)), "raw": raw, "layer_instructions": None,
               "layers": None, "resent_frames": sum(conv.resent for conv in conversations)}
     tick = int(board.get("firmware.instructions_per_tick", 40))

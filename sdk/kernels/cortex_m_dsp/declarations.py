@@ -52,6 +52,7 @@ declare(SET, "conv2d_s8_dsp_dw3x3", In("in", "int8_t"), Out("out", "int8_t"), W(
 declare(SET, "fc_s8_dsp", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int16_t"), *I("rows k n kp fastq w8"),
         *I("nzx2", "uint32_t"), *I("zx zy", "int32_t"), *I("lo4 hi4", "uint32_t"))
 declare(SET, "maxpool_s8_dsp", In("in", "int8_t"), Out("out", "int8_t"), *I("n h w c oh ow kh kw sh sw pt pl"))
+declare(SET, "argmax_s8_dsp", In("in", "int8_t"), Out("out", "int64_t"), *I("outer n inner code"))
 declare(SET, "softmax_s8_dsp", In("in", "int8_t"), Out("out", "int8_t"), *I("rows cols"), W("exp_table", "int32_t"),
         *I("wide"))
 declare(SET, "transpose_s8_dsp", In("in", "int8_t"), Out("out", "int8_t"), *I("o0 o1 o2 o3 s0 s1 s2 s3"))

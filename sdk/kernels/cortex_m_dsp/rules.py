@@ -39,6 +39,7 @@ from ..contract import Declined, KernelCall, Weight, kernel
 from ..int4 import unpacked
 from ..kernel_sets import Answer, KernelSet, register_kernel_set
 from ..simd_layout import STRIDED_SOFTMAX, MAXPOOL_ARGS, merged_dims, pick, pool_call, row_softmax_args
+from ..simd_rules import argmax_rule
 
 COL_WORDS = 1152  # CUVIL_DSP_COL_WORDS (conv2d_s8_dsp.h.j2): the tile's columns, px * K' <= 2 * COL_WORDS values
 FC_WORDS = 1024  # CUVIL_DSP_FC_WORDS (fc_s8_dsp.h.j2): the FC's input column, K' <= 2 * FC_WORDS values
@@ -612,10 +613,16 @@ def transpose_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     return kernel(SET, "transpose_s8_dsp")(**c.args)
 
 
+def argmax_rule_dsp(c: KernelCall, node: Node, g: Graph, options) -> Answer:
+    """An int8 ArgMax / ArgMin head: 4 positions a word across channel planes (n <= 256), or each
+    position's values in a row (simd_rules.argmax_rule)."""
+    return argmax_rule(SET, c)
+
+
 @register_kernel_set
 class CortexMDsp(KernelSet):
     name = SET
     rules = {"conv2d_s8": conv_rule, "fc_s8": fc_rule, "conv2d_s8w4": conv_w4_rule, "fc_s8w4": fc_w4_rule,
              "maxpool_s8": maxpool_rule,
              "avgpool_s8": avgpool_rule, "add_s8": add_rule, "softmax_s8": softmax_rule,
-             "transpose_s8": transpose_rule}
+             "transpose_s8": transpose_rule, "argmax_s8": argmax_rule_dsp}

@@ -4,7 +4,7 @@ A CUDA kernel named like a portable one has the portable kernel's parameters exa
 thread per output value, the same arithmetic): it is declared by reference, not restated.
 The others are the CUDA set's own."""
 from ..contract import DECLARATIONS, I, In, Out, W, declare
-from ..portable import declarations  # noqa: F401  (declared first: the CUDA kernels below share its signatures)
+from ..portable.declarations import CPU_ONLY  # declared first: the CUDA kernels below share its signatures
 
 SET = "cuda"
 
@@ -19,7 +19,8 @@ declare(SET, "fc_s8_dp4a", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int
         W("mult", "int32_t"), W("shift", "int32_t"), W("wsum", "int32_t"), *I("rows k n zx zy lo hi"))
 
 # Every portable kernel has a CUDA version with the same parameters (sdk/kernels/cuda/rules.py's rules),
-# except `copy`, which runs as copy_bytes, and the int4-weight ones, which run on the int8 kernels.
+# except `copy`, which runs as copy_bytes, the int4-weight ones, which run on the int8 kernels, and
+# the kernels of integer and bool tensors (CPU_ONLY).
 for _name, _decl in list(DECLARATIONS["portable"].items()):
-    if _name != "copy" and not _name.endswith("_s8w4"):
+    if _name != "copy" and not _name.endswith("_s8w4") and _name not in CPU_ONLY:
         declare(SET, _name, *_decl.params)

@@ -125,7 +125,7 @@ for _variant, _t, _wt in (("s8", "int8_t", "int32_t"), ("f32", "float", "float")
             *(I("fill", "int32_t") if _variant == "s8" else F("fill")))
 for _variant, _t in (("s8", "int8_t"), ("f32", "float")):
     declare(SET, f"where_{_variant}", In("a", _t), In("b", _t), Out("out", _t),
-            *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), W("cond", "int8_t"), *I("sc0 sc1 sc2 sc3"),
+            *I("d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"), In("cond", "bool"), *I("sc0 sc1 sc2 sc3"),
             *(I("za ma sha zb mb shb zy", "int32_t") if _variant == "s8" else []))
 
 # fp16 (--precision fp16): the f16 variant of each float family has the f32 kernel's parameters
@@ -145,3 +145,69 @@ for _family in HALF_FAMILIES:
     declare(SET, f"{_family}_f16", *[_half_param(p) for p in DECLARATIONS[SET][f"{_family}_f32"].params])
 declare(SET, "convert_f32_f16", In("in", "float"), Out("out", HALF), *I("count"))
 declare(SET, "convert_f16_f32", In("in", HALF), Out("out", "float"), *I("count"))
+
+# Integer and bool tensors at run time (sdk/ops/cast.py, compare.py, index.py, gather.py, integer.py):
+# every variant by its tensors' C type (kernels/dtypes.py). These run on the CPU only: the cuda set
+# has none of them (a model that uses one runs its layers on the CPU path).
+_before = set(DECLARATIONS[SET])
+INT_TYPES = {"b8": "bool", "u8": "uint8_t", "s8": "int8_t", "s16": "int16_t", "s32": "int32_t", "s64": "int64_t"}
+ALL_TYPES = {"f32": "float", **INT_TYPES}
+INDEX_TYPES = {"s32": "int32_t", "s64": "int64_t"}
+# data movement of integer tensors on the families above (s8 and s16 exist: the same C types)
+for _variant in ("b8", "u8", "s32", "s64"):
+    _t = INT_TYPES[_variant]
+    declare(SET, f"remap_{_variant}", In("in", _t), Out("out", _t), *I("o0 o1 o2 o3"), W("t0", "int32_t"),
+            W("t1", "int32_t"), W("t2", "int32_t"), W("t3", "int32_t"))
+    declare(SET, f"concat_{_variant}", In("in", _t), Out("out", _t), *I("offset outer chunk out_stride"))
+for _variant in ("b8", "u8", "s16", "s32", "s64"):
+    _t = INT_TYPES[_variant]
+    declare(SET, f"transpose_{_variant}", In("in", _t), Out("out", _t), *I("o0 o1 o2 o3 s0 s1 s2 s3"))
+    declare(SET, f"pad_{_variant}", In("in", _t), Out("out", _t), *I("i0 i1 i2 i3 o0 o1 o2 o3 b0 b1 b2 b3 mode"),
+            *I("value", "int64_t"))
+    declare(SET, f"where_{_variant}", In("a", _t), In("b", _t), Out("out", _t), *I(BROADCAST), In("cond", "bool"),
+            *I("sc0 sc1 sc2 sc3"))
+# Cast (ONNX's rules: float to integer truncates toward zero and saturates, NaN gives 0; integers
+# wrap; anything to bool is x != 0)
+for _a, _ta in ALL_TYPES.items():
+    for _b, _tb in ALL_TYPES.items():
+        declare(SET, f"cast_{_a}_{_b}", In("in", _ta), Out("out", _tb), *I("count"))
+# comparisons and logic to bool; integer arithmetic and functions (exact, wrapping)
+for _variant, _t in ALL_TYPES.items():
+    declare(SET, f"compare_{_variant}", In("a", _t), In("b", _t), Out("out", "bool"), *I(BROADCAST), *I("code"))
+declare(SET, "compare_q8", In("a", "int8_t"), In("b", "int8_t"), Out("out", "bool"), *I(BROADCAST),
+        *I("za zb", "int32_t"), *F("sa sb"), *I("code"))
+declare(SET, "logic_b8", In("a", "bool"), In("b", "bool"), Out("out", "bool"), *I(BROADCAST), *I("code"))
+for _variant, _t in INT_TYPES.items():
+    if _variant != "b8":
+        declare(SET, f"int_binary_{_variant}", In("a", _t), In("b", _t), Out("out", _t), *I(BROADCAST), *I("code"))
+    declare(SET, f"int_unary_{_variant}", In("in", _t), Out("out", _t), *I("count code"), *I("lo hi", "int64_t"))
+    declare(SET, f"reduce_int_{_variant}", In("in", _t), Out("out", _t), *I("d0 d1 d2 d3 r0 r1 r2 r3 code"))
+    if _variant != "s8":  # lut_s8 (int8 codes to int8) exists
+        declare(SET, f"lut_{_variant}", In("in", "int8_t"), Out("out", _t), *I("count"), W("table", _t))
+    declare(SET, f"quantize_{_variant}_s8", In("in", _t), Out("out", "int8_t"), *I("count"), *F("scale"),
+            *I("zp", "int32_t"))
+# ArgMax / ArgMin and TopK (int64 indices; int8 codes for int8 layers: s8)
+for _variant, _t in ALL_TYPES.items():
+    if _variant != "b8":
+        declare(SET, f"argmax_{_variant}", In("in", _t), Out("out", "int64_t"), *I("outer n inner code"))
+        declare(SET, f"topk_{_variant}", In("in", _t), Out("values", _t), Out("indices", "int64_t"),
+                *I("outer n inner k largest"))
+# Gather, GatherElements, GatherND, ScatterElements with run-time indices: each index is checked
+# (negative ones count from the end); one out of range makes the kernel return 1 at once
+for _variant, _t in ALL_TYPES.items():
+    for _iv, _it in INDEX_TYPES.items():
+        declare(SET, f"gather_{_variant}_{_iv}", In("data", _t), In("indices", _it), Out("out", _t),
+                *I("outer n inner count"), returns="int")
+        declare(SET, f"gather_elements_{_variant}_{_iv}", In("data", _t), In("indices", _it), Out("out", _t),
+                *I("d0 d1 d2 d3 s0 s1 s2 s3 axis n"), returns="int")
+        declare(SET, f"gather_nd_{_variant}_{_iv}", In("data", _t), In("indices", _it), Out("out", _t),
+                *I("batches tuples k inner batch_stride"), W("dims", "int32_t"), W("strides", "int32_t"),
+                returns="int")
+        declare(SET, f"scatter_elements_{_variant}_{_iv}", In("data", _t), In("indices", _it), In("updates", _t),
+                Out("out", _t), *I("d0 d1 d2 d3 s0 s1 s2 s3 axis n count reduction"), returns="int")
+# OneHot (indices out of range give a row of `off`, as ONNX says: not an error)
+for _variant in ("f32", "s8", "s32", "s64"):
+    for _iv in ("f32", "s32", "s64"):
+        declare(SET, f"onehot_{_variant}_{_iv}", In("indices", ALL_TYPES[_iv]), Out("out", ALL_TYPES[_variant]),
+                W("values", ALL_TYPES[_variant]), *I("outer depth inner"))
+CPU_ONLY = frozenset(DECLARATIONS[SET]) - _before
