@@ -20,6 +20,7 @@ import pytest
 import serial
 
 from cuvil_sdk.boards import get_board
+from cuvil_sdk.codegen.harness_types import with_types
 from cuvil_sdk.errors import TargetError
 from cuvil_sdk.runners import serial_protocol as proto
 from cuvil_sdk.runners.serial_harness import SerialHarness
@@ -59,7 +60,7 @@ def test_the_firmware_template_takes_every_constant_from_python():
     context = {"name": "net", "NAME": "NET", "int8": True, "instructions_per_tick": 40,
                "inputs": [{"index": 0, "size": 64, "bytes": 256}], "outputs": [{"index": 0, "size": 10, "dtype": "int8"}],
                **proto.c_context("dwt")}
-    text = env.get_template("serial_harness.c.j2").render(context)
+    text = env.get_template("serial_harness.c.j2").render(with_types(context))  # as codegen/firmware.py renders it
     assert f"#define PROTO_VERSION {proto.VERSION}u" in text and f"#define FRAME_INPUT {proto.INPUT}u" in text
     assert f"#define NAK_CRC {proto.NAK_CRC}u" in text and f"#define COUNT_KIND {proto.COUNT_CYCLES}u" in text
     assert f"0x{proto.crc_table()[255]:08X}u" in text and "DWT_CYCCNT" in text and "SysTick" not in text

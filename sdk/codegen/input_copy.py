@@ -14,13 +14,14 @@ from ..ir import Graph
 
 
 def input_copies(g: Graph, board: Board) -> dict[str, str]:
-    """Graph input -> the output of the Transpose that is its only reader, on firmware boards."""
+    """Graph input -> the output of the Transpose that is its only reader, on firmware boards;
+    integer and bool inputs are copied as they are (the copy loops convert float or int8 data)."""
     if board.kind != "firmware":
         return {}
     copies = {}
     for name in g.inputs:
         readers = [n for n in g.nodes if name in n.inputs]
-        if name in g.outputs or len(readers) != 1 or readers[0].op != "Transpose":
+        if name in g.outputs or g.tensors[name].is_integer or len(readers) != 1 or readers[0].op != "Transpose":
             continue
         node = readers[0]
         if node.inputs != [name] or node.outputs[0] in g.outputs:

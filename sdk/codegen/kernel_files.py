@@ -73,12 +73,12 @@ VARIANTS: dict[str, dict[str, object]] = {
     "b8": {"name": "b8", "t": "bool", "w": "bool", "bias": "int32_t", "acc": "int32_t", "quant": False,
            "wide": False, "what": "bool", "lowest": "false", "highest": "true"},
 }
-VARIANTS["s8"]["highest"], VARIANTS["s16"]["highest"] = "127", "32767"
+VARIANTS["s8"]["highest"], VARIANTS["s8w4"]["highest"], VARIANTS["s16"]["highest"] = "127", "127", "32767"
 VARIANTS["f32"]["highest"], VARIANTS["f16"]["highest"] = "3.4e38f", "65504.0f"
 # what the integer families read of a variant: its C type, whether it is a float, its range
 for _name, _v in VARIANTS.items():
     _v["float"] = _name in ("f32", "f16")
-    _v["bits"] = {"s8": 8, "u8": 8, "b8": 8, "s16": 16, "f16": 16, "s32": 32, "f32": 32, "s64": 64}[_name]
+    _v["bits"] = {"s8": 8, "s8w4": 8, "u8": 8, "b8": 8, "s16": 16, "f16": 16, "s32": 32, "f32": 32, "s64": 64}[_name]
 
 
 def extension(kernel_set: str) -> str:
