@@ -198,3 +198,16 @@ def test_auto_needs_calibration_data(tmp_path):
     msg = refused(["compile", str(EXAMPLES / "resnet8_qdq.onnx"), "--board", "host", "--profile", "standard",
                    "--weight-bits", "auto", "-o", str(tmp_path / "out")])
     assert msg == "--weight-bits auto needs calibration data (--calib) to measure each layer's sensitivity on"
+
+
+def test_helium_declines_int4_layers_in_the_fallbacks(tmp_path):
+    """cortex-m55: the Helium set has no int4 kernels; each int4 layer runs the DSP set's int4
+    kernel and says so (build output and fallbacks), never silently."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["compile", str(DIGITS), "--board", "cortex-m55", "--profile", "lite", "--calib", str(CALIB),
+                     "--weight-bits", "4", "-o", str(tmp_path / "out")])
+    assert code == 0, err.getvalue()
+    said = [line for line in err.getvalue().splitlines() if "helium: no Helium kernel for int4 weights" in line]
+    assert len(said) == 5 and all("runs the fallback kernel conv2d_s8_dsp" in line or
+                                  "runs the fallback kernel fc_s8_dsp" in line for line in said), said

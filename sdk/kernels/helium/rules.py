@@ -258,8 +258,15 @@ def transpose_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     return call
 
 
+def int4_rule(c: KernelCall, node: Node, g: Graph, options) -> Declined:
+    """int4 weights (--weight-bits 4/auto): the set has no nibble-unpacking kernels, so such a
+    layer runs the next set's (cortex_m_dsp's int4 kernels on the M55), named in the fallbacks."""
+    return Declined("no Helium kernel for int4 weights")
+
+
 @register_kernel_set
 class Helium(KernelSet):
     name = SET
     rules = {"conv2d_s8": conv_rule, "fc_s8": fc_rule, "maxpool_s8": maxpool_rule, "avgpool_s8": avgpool_rule,
-             "add_s8": add_rule, "softmax_s8": softmax_rule, "transpose_s8": transpose_rule}
+             "add_s8": add_rule, "softmax_s8": softmax_rule, "transpose_s8": transpose_rule,
+             "conv2d_s8w4": int4_rule, "fc_s8w4": int4_rule}
