@@ -48,13 +48,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import ORT_LABELS, cosine, ort_models  # noqa: E402
+from bench_common import ORT_LABELS, cosine, ort_models
 
-from cuvil_sdk.boards import get_board  # noqa: E402
-from cuvil_sdk.commands import do_build, profile_of_run, run_samples  # noqa: E402
-from cuvil_sdk.compiler import CompileRequest  # noqa: E402
-from cuvil_sdk.profiles import get_profile  # noqa: E402
-from cuvil_sdk.runners import insn_count  # noqa: E402
+from cuvil_sdk.boards import get_board
+from cuvil_sdk.commands import do_build, profile_of_run, run_samples
+from cuvil_sdk.compiler import CompileRequest
+from cuvil_sdk.profiles import get_profile
+from cuvil_sdk.runners import insn_count
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
