@@ -1,5 +1,5 @@
 """Shared pieces of the host benchmarks (bench_host.py, bench_torch_models.py): the machine's
-description, our build and its call through the Python runtime, ONNX Runtime's configurations,
+description, our build and its call through the Python runtime, ONNX Runtime's and OpenVINO's configurations,
 and alternating timing. Nothing here asserts: the scripts print figures."""
 from __future__ import annotations
 
@@ -99,6 +99,36 @@ def ort_runs(models: dict[str, Path], input_name: str, x: np.ndarray, threads: i
         session = ort_session(path, threads)
         runs[label] = (lambda s=session: s.run(None, {input_name: x}))
     return runs
+
+
+def openvino_runs(models: dict[str, Path], input_name: str, x: np.ndarray, threads: int) -> dict[str, Callable]:
+    """OpenVINO's CPU plugin on the same files as ONNX Runtime (`ov-f32`, and ORT's QDQ models,
+    which its low-precision transformations run in int8): INFERENCE_NUM_THREADS = threads, one
+    stream, the latency hint, one infer request reused. OpenVINO is benchmark-only (PyPI
+    `openvino`); without it, a line on stderr and no OpenVINO columns."""
+    try:
+        import openvino as ov
+    except ImportError:
+        print("note: OpenVINO is not installed (pip install openvino): its configurations are left out",
+              file=sys.stderr)
+        return {}
+    core = ov.Core()
+    config = {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY"}
+    runs = {}
+    for label, path in models.items():
+        request = core.compile_model(str(path), "CPU", config).create_infer_request()
+        runs[label.replace("ort-", "ov-", 1)] = (lambda r=request: r.infer({input_name: x}))
+    return runs
+
+
+def peer_runs(models: dict[str, Path], input_name: str, x: np.ndarray, threads: int) -> dict[str, Callable]:
+    """Every peer configuration: ONNX Runtime's (PEERS' ort-*) and OpenVINO's (ov-*) where installed."""
+    return {**ort_runs(models, input_name, x, threads), **openvino_runs(models, input_name, x, threads)}
+
+
+def peer_labels(measured: dict) -> list[str]:
+    """The peer configurations among `measured`'s keys, ONNX Runtime's first."""
+    return [k for k in measured if k.startswith(("ort-", "ov-"))]
 
 
 def build(model: Path, name: str, board: str, calib: Path, work: Path, threads: int = 1) -> str:

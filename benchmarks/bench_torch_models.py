@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import ORT_LABELS, Ours, build, cosine, input_spec, median_us, ort_models, ort_runs, print_machine, timed
+from bench_common import (Ours, build, cosine, input_spec, median_us, ort_models, peer_labels, peer_runs,
+                          print_machine, timed)
 
 import onnxruntime as ort
 
@@ -46,7 +47,7 @@ def measure(path: Path, name: str, calib: np.ndarray, x: np.ndarray, work: Path,
     print(f"{name}: cuvil-sdk build (host, int8, --threads {threads}, {len(calib)} calibration samples) "
           f"{time.perf_counter() - t0:.0f} s", flush=True)
     ours = Ours(library, x)
-    runs = {"ours": ours, **ort_runs(ort_models(path, name, calib, work), input_name, x, threads)}
+    runs = {"ours": ours, **peer_runs(ort_models(path, name, calib, work), input_name, x, threads)}
     cos = cosine(ours.output(), runs["ort-f32"]()[0])
     times = timed(runs, args.iterations, args.warmup, alternate=threads == 1)
     ours.model.close()
@@ -79,15 +80,17 @@ def main() -> int:
             x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
             for threads in args.threads:
                 rows.append((name, threads, measure(path, name, calib, x, work, threads, args)))
-    labels = ["ours", *ORT_LABELS]
+    labels = ["ours", *peer_labels(rows[0][2]["med"])] if rows else ["ours"]
     print(f"\n{'model':14} {'T':>2} " + " ".join(f"{label + ' ms':>16}" for label in labels) +
-          f" {'ours/ORT best':>14} {'cos':>7} isa")
+          f" {'ours/ORT best':>14} {'ours/peer best':>15} {'cos':>7} isa")
     for name, threads, r in rows:
         med, low = r["med"], r["low"]
-        best = min(med[label] for label in ORT_LABELS)
+        best_ort = min(med[label] for label in labels if label.startswith("ort-"))
+        best = min(med[label] for label in labels[1:])
         print(f"{name:14} {threads:2} " + " ".join(f"{med[label]:8.2f} ({low[label]:5.1f})" for label in labels) +
-              f" {med['ours'] / best:14.3f} {r['cos']:7.4f} {r['isa']}")
-    print("medians (minima) per inference in ms; ours/ORT best = our median / ORT's fastest configuration's median; "
+              f" {med['ours'] / best_ort:14.3f} {med['ours'] / best:15.3f} {r['cos']:7.4f} {r['isa']}")
+    print("medians (minima) per inference in ms; ours/ORT best = our median / ONNX Runtime's fastest configuration's "
+          "median, ours/peer best = against the fastest of ONNX Runtime's and OpenVINO's (ov-*, where installed); "
           "cos = our int8 output against ORT's float output")
     return 0
 
