@@ -73,8 +73,9 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
 
 def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
     """Depthwise (groups == c, oc = dm * c), any stride and dilation: output channels in blocks
-    of 8, int16 weights [block][tap][8]; the panel takes `ct` output channels at a time
-    (channel_tile), so any row width fits."""
+    of 8, int16 weights [block][tap][8], bias - zx * sum(w) modulo 2^32 (the panel holds raw
+    inputs, padded with zx); the panel takes `ct` output channels at a time (channel_tile), so
+    any row width fits."""
     oc, kh, kw = a["oc"], a["kh"], a["kw"]
     taps = kh * kw
     ocp = -(-oc // 8) * 8
