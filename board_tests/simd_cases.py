@@ -126,6 +126,32 @@ def simd_dw_dilated(b, x):
     return b.op("Relu", [b.conv(x[0], 12, 12, (3, 3), group=12, dilations=[2, 3], pads=[2, 3, 2, 3])])
 
 
+@case("dwconv2d", (1, 8, 7, 5))
+def simd_dw_s13_tiny(b, x):
+    """3x3, column stride 3: two output columns that share no panel column (the 3x3 path's
+    unshared pair), 8 channels in one contiguous panel run"""
+    return b.conv(x[0], 8, 8, (3, 3), group=8, strides=[1, 3], pads=[1, 1, 1, 1])
+
+
+@case("dwconv2d", (1, 5, 6, 3))
+def simd_dw_mult3_narrow(b, x):
+    """depth multiplier 3, stride 1, 3 output columns (a shared pair and a single pixel), 15
+    output channels: a block of 8 and one of 7 lanes stored"""
+    return b.op("Relu", [b.conv(x[0], 5, 15, (3, 3), group=5, pads=[0, 1, 2, 1])])
+
+
+@case("dwconv2d", (1, 24, 9, 3))
+def simd_dw_one_column_s2(b, x):
+    """one output column (no pair) of 24 channels, stride 2, padding on one side only"""
+    return b.conv(x[0], 24, 24, (3, 3), group=24, strides=[2, 2], pads=[1, 0, 1, 0])
+
+
+@case("dwconv2d", (1, 16, 10, 9))
+def simd_dw_dil_rows_s21(b, x):
+    """dilation 2 between kernel rows only, row stride 2: the 3x3 path's shared pair"""
+    return b.conv(x[0], 16, 16, (3, 3), group=16, dilations=[2, 1], strides=[2, 1], pads=[2, 1, 2, 1])
+
+
 @case("conv2d", (1, 16, 7, 8))
 def simd_conv_grouped4(b, x):
     """4 groups of 4 input channels: a dense kernel with zero weights across groups"""
@@ -333,7 +359,8 @@ GROUPS: dict[str, list[str]] = {
     "pool_add": [c.id for c in CASES if EXPECT[c.id] in ("maxpool", "avgpool", "add", "mul", "softmax")],
     "wide": [c.id for c in CASES if c.id.startswith("simd_wide_")],
 }
-FP32_IDS = [c.id for c in CASES if EXPECT[c.id] in ("conv2d", "dwconv2d", "fc") and c.id != "simd_dw_mult2_s2"
+DEPTH_MULTIPLIER_IDS = ("simd_dw_mult2_s2", "simd_dw_mult3_narrow")  # the float depthwise kernels take dm == 1
+FP32_IDS = [c.id for c in CASES if EXPECT[c.id] in ("conv2d", "dwconv2d", "fc") and c.id not in DEPTH_MULTIPLIER_IDS
             and kc.W4_MARK not in c.id]
 BY_ID = {c.id: c for c in CASES}
 

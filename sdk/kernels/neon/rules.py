@@ -73,8 +73,9 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
 
 def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
     """Depthwise (groups == c, oc = dm * c), any stride and dilation: output channels in blocks
-    of 8, int16 weights [block][tap][8]; the panel takes `ct` output channels at a time
-    (channel_tile), so any row width fits."""
+    of 8, int16 weights [block][tap][8], bias - zx * sum(w) modulo 2^32 (the panel holds raw
+    inputs, padded with zx); the panel takes `ct` output channels at a time (channel_tile), so
+    any row width fits."""
     oc, kh, kw = a["oc"], a["kh"], a["kw"]
     taps = kh * kw
     ocp = -(-oc // 8) * 8
@@ -90,8 +91,8 @@ def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
     return kernel(SET, "dwconv2d_s8_neon")(
         **pick(a, "in out oc zx zy lo hi dh dw " + CONV_GEOMETRY), dm=oc // a["c"], ct=ct,
         w=Weight("w16", packed.reshape(-1).astype(np.int16), "int16_t"),
-        bias=Weight("bias", padded(bias.astype(np.int32), ocp), "int32_t"), **requant_args(w, bias, mult, shift, ocp),
-        band=band, threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * taps)).with_stack(
+        bias=Weight("bias_zx", padded(wrap32(zero_point_bias(bias, w, a["zx"])), ocp), "int32_t"),
+        **requant_args(w, bias, mult, shift, ocp), band=band, threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * taps)).with_stack(
         panel=panel_elements(band, a["sh"], span, cols * ct), taps=taps)
 
 
