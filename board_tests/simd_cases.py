@@ -152,6 +152,47 @@ def simd_dw_dil_rows_s21(b, x):
     return b.conv(x[0], 16, 16, (3, 3), group=16, dilations=[2, 1], strides=[2, 1], pads=[2, 1, 2, 1])
 
 
+@case("dwconv2d", (1, 13, 5, 1))
+def simd_dw_s1_c13_w1(b, x):
+    """3x3 stride 1 (the even/odd column-pair path): one output column, 13 channels (a 5-channel tail)"""
+    return b.conv(x[0], 13, 13, (3, 3), group=13, pads=[1, 1, 1, 1])
+
+
+@case("dwconv2d", (1, 21, 4, 2))
+def simd_dw_s1_c21_w2_asym(b, x):
+    """3x3 stride 1: two output columns, no padding on the left, a 5-channel tail"""
+    return b.conv(x[0], 21, 21, (3, 3), group=21, pads=[1, 0, 1, 2])
+
+
+@case("dwconv2d", (1, 10, 5, 8))
+def simd_dw_s1_c10_even_nopad(b, x):
+    """3x3 stride 1 without padding: 6 output columns (even), a 2-channel tail"""
+    return b.op("Relu", [b.conv(x[0], 10, 10, (3, 3), group=10)])
+
+
+@case("dwconv2d", (1, 5, 6, 7))
+def simd_dw_mult3_s1(b, x):
+    """3x3 stride 1, depth multiplier 3: 15 output channels, the input row read per channel"""
+    return b.conv(x[0], 5, 15, (3, 3), group=5, pads=[1, 1, 1, 1])
+
+
+@case("dwconv2d", (1, 24, 7, 9))
+def simd_dw_5x5_s1(b, x):
+    return b.conv(x[0], 24, 24, (5, 5), group=24, pads=[2, 2, 2, 2])
+
+
+@case("dwconv2d", (1, 19, 9, 8))
+def simd_dw_s1_dilated2(b, x):
+    """3x3 stride 1, dilation 2 (not the even/odd path), a 3-channel tail"""
+    return b.conv(x[0], 19, 19, (3, 3), group=19, dilations=[2, 2], pads=[2, 2, 2, 2])
+
+
+@case("dwconv2d", (1, 35, 7, 9))
+def simd_dw_s2_c35_odd(b, x):
+    """3x3 stride 2 with odd input width, a 3-channel tail"""
+    return b.conv(x[0], 35, 35, (3, 3), group=35, strides=[2, 2], pads=[0, 1, 1, 1])
+
+
 @case("conv2d", (1, 16, 7, 8))
 def simd_conv_grouped4(b, x):
     """4 groups of 4 input channels: a dense kernel with zero weights across groups"""
@@ -359,7 +400,7 @@ GROUPS: dict[str, list[str]] = {
     "pool_add": [c.id for c in CASES if EXPECT[c.id] in ("maxpool", "avgpool", "add", "mul", "softmax")],
     "wide": [c.id for c in CASES if c.id.startswith("simd_wide_")],
 }
-DEPTH_MULTIPLIER_IDS = ("simd_dw_mult2_s2", "simd_dw_mult3_narrow")  # the float depthwise kernels take dm == 1
+DEPTH_MULTIPLIER_IDS = ("simd_dw_mult2_s2", "simd_dw_mult3_narrow", "simd_dw_mult3_s1")  # the float depthwise kernels take dm == 1
 FP32_IDS = [c.id for c in CASES if EXPECT[c.id] in ("conv2d", "dwconv2d", "fc") and c.id not in DEPTH_MULTIPLIER_IDS
             and kc.W4_MARK not in c.id]
 BY_ID = {c.id: c for c in CASES}

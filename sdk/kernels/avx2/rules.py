@@ -88,14 +88,20 @@ def depthwise_s8(a: dict, w, bias, mult, shift, mode: int, options) -> Answer:
     """Depthwise (groups == c, oc = dm * c), any stride and dilation: output channels in blocks of
     8; per block, per kernel row, per pair of kernel columns (kx, kx + 1): the block's channels x
     the two taps' weights (0 for the tap past an odd kw), as the kernel's column-pair panel holds
-    the inputs; the panel takes `ct` output channels at a time (channel_tile), so any row width fits."""
+    the inputs (3x3, stride 1, dilation 1, fast requantization: then per block the odd pixels'
+    pairs (0, w0), (w1, w2) per row, after every block's); the panel takes `ct` output channels at a time (channel_tile), so any row width fits."""
     oc, kh, kw = a["oc"], a["kh"], a["kw"]
     ocp = -(-oc // 8) * 8
     kwp = (kw + 1) // 2
     wt = np.zeros((ocp, kh, 2 * kwp), dtype=np.int64)
     wt[:oc, :, :kw] = w.reshape(oc, kh, kw)
     # [block][ky][column pair][8 channels][2 taps]
-    packed = wt.reshape(ocp // 8, 8, kh, kwp, 2).transpose(0, 2, 3, 1, 4)
+    packed = wt.reshape(ocp // 8, 8, kh, kwp, 2).transpose(0, 2, 3, 1, 4).reshape(-1)
+    if (kh, kw, a["sw"], a["dw"], mode) == (3, 3, 1, 1, 1):
+        # the kernel's 3x3 stride-1 path: the odd pixels' set after the blocks, pairs (0, w0), (w1, w2)
+        odd = np.zeros((ocp, kh, 4), dtype=np.int64)
+        odd[:oc, :, 1:] = w.reshape(oc, kh, kw)
+        packed = np.concatenate([packed, odd.reshape(ocp // 8, 8, kh, 2, 2).transpose(0, 2, 3, 1, 4).reshape(-1)])
     cols = (a["ow"] - 1) * a["sw"] + (kw - 1) * a["dw"] + 1
     span = (kh - 1) * a["dh"] + 1
     # the tile narrow enough for a band of DW_BAND output rows where the width allows: a band of
@@ -107,7 +113,7 @@ def depthwise_s8(a: dict, w, bias, mult, shift, mode: int, options) -> Answer:
     macs = a["n"] * a["oh"] * a["ow"] * oc * kh * kw
     return kernel(SET, "dwconv2d_s8_avx2")(
         **pick(a, "in out oc zx lo hi dh dw " + CONV_GEOMETRY), dm=oc // a["c"], ct=ct,
-        w=Weight("w", packed.reshape(-1).astype(np.int8), "int8_t"),
+        w=Weight("w", packed.astype(np.int8), "int8_t"),
         bias=Weight("bias", padded(bias.astype(np.int32), ocp), "int32_t"),
         bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, w.reshape(oc, -1), a["zx"]), ocp), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], lanes_for(oc, ocp), mode == 1), "int64_t"),
