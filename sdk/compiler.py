@@ -219,8 +219,7 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
         selections[id(graph)] = selection
         return plan_arena(graph, sharing, search)
 
-    budget = arena_budget_of(req, arena_region)
-    board_ram = req.board.name if budget is not None and req.arena_budget is None else None
+    budget, board_ram = arena_budget_of(req, arena_region)
     g, plan, tiling = fit_budget(g, budget, planned, note=say, board=board_ram)
     info = generate(g, plan, req.board, options, req.name or req.model.stem, out_dir, selections[id(g)])
     info["profile"] = req.profile.name
@@ -246,16 +245,16 @@ def say(message: str) -> None:
     print(f"cuvil-sdk: {message}", file=sys.stderr)
 
 
-def arena_budget_of(req: CompileRequest, arena_region: str | None) -> int | None:
-    """--arena-budget, else on a firmware board whose arena is in its RAM, that RAM less the
-    stack (the link then proves the whole image fits): the planner goes to row bands only
-    when the arena would not fit."""
+def arena_budget_of(req: CompileRequest, arena_region: str | None) -> tuple[int | None, str | None]:
+    """(budget, the board whose RAM it is): --arena-budget (no board), else on a firmware board
+    whose arena is in its RAM, that RAM less the stack (the link then proves the whole image
+    fits): the planner goes to row bands only when the arena would not fit."""
     if req.arena_budget is not None:
-        return req.arena_budget
-    if req.board.kind != "firmware" or arena_region:
-        return None
+        return req.arena_budget, None
     ram = req.board.get("memory.ram_bytes")
-    return int(ram) - int(req.board.get("memory.stack_bytes", 0)) if ram else None
+    if req.board.kind != "firmware" or arena_region or not ram:
+        return None, None
+    return int(ram) - int(req.board.get("memory.stack_bytes", 0)), req.board.name
 
 
 def report_weight_notes(info: dict) -> None:
