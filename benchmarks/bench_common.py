@@ -122,7 +122,7 @@ def openvino_runs(models: dict[str, Path], input_name: str, x: np.ndarray, threa
 
 
 def peer_runs(models: dict[str, Path], input_name: str, x: np.ndarray, threads: int) -> dict[str, Callable]:
-    """Every peer configuration: ONNX Runtime's (PEERS' ort-*) and OpenVINO's (ov-*) where installed."""
+    """Every peer configuration: ONNX Runtime's (ort-*) and, where installed, OpenVINO's (ov-*)."""
     return {**ort_runs(models, input_name, x, threads), **openvino_runs(models, input_name, x, threads)}
 
 

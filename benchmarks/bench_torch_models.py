@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import (Ours, build, cosine, input_spec, median_us, ort_models, peer_labels, peer_runs,
+from bench_common import (ORT_LABELS, Ours, build, cosine, input_spec, median_us, ort_models, peer_labels, peer_runs,
                           print_machine, timed)
 
 import onnxruntime as ort
@@ -85,7 +85,7 @@ def main() -> int:
           f" {'ours/ORT best':>14} {'ours/peer best':>15} {'cos':>7} isa")
     for name, threads, r in rows:
         med, low = r["med"], r["low"]
-        best_ort = min(med[label] for label in labels if label.startswith("ort-"))
+        best_ort = min(med[label] for label in ORT_LABELS)
         best = min(med[label] for label in labels[1:])
         print(f"{name:14} {threads:2} " + " ".join(f"{med[label]:8.2f} ({low[label]:5.1f})" for label in labels) +
               f" {med['ours'] / best_ort:14.3f} {med['ours'] / best:15.3f} {r['cos']:7.4f} {r['isa']}")
