@@ -15,12 +15,15 @@ from .contract import Declined, Weight
 from .options import CodegenOptions
 
 INT32_LIMIT = 2**31 - 1
-# A layer is split over threads (--threads N > 1) only from this many multiply-adds. The value
-# dates from threads started and joined per layer (tens of microseconds); the pool
-# (templates/common/cuvil_pool.h) hands a part over in about a microsecond while its workers
-# poll, a futex wake when they sleep, so smaller layers may now gain too: to be lowered once
-# measured on a machine with idle cores (docs/internals.md, Threads).
-THREAD_MIN_MACS = 4 << 20
+# A layer is split over threads (--threads N > 1) only from this many multiply-adds (dense
+# convolutions and fully connected layers), and from THREAD_MIN_MACS // DEPTHWISE_MAC_COST for
+# depthwise ones, which do 4-8x fewer multiply-adds per cycle (MobileNetV2 on AVX2: dense 17-40,
+# depthwise 2.8-9.5 per TSC cycle). Measured on an idle 2-core AMD EPYC (benchmarks/README.md,
+# Threads): splitting a layer costs about a microsecond of hand-over while the pool's workers
+# poll. The autoencoder's 82K-MAC layer lost 6% split at 64K; ResNet-8, DS-CNN, MobileNetV1-0.25
+# and MobileNetV2 gained from every split down to these values.
+THREAD_MIN_MACS = 1 << 17
+DEPTHWISE_MAC_COST = 8
 
 
 def pick(args: dict[str, Any], names: str) -> dict[str, Any]:
@@ -52,11 +55,12 @@ def data(w: Weight) -> np.ndarray:
     return np.asarray(w.data)
 
 
-def threads_for(options: CodegenOptions, macs: int) -> int:
+def threads_for(options: CodegenOptions, macs: int, depthwise: bool = False) -> int:
     """The thread count a layer of `macs` multiply-accumulates gets: the build's --threads
-    when the layer is large enough, else 1."""
+    when the layer is large enough (a lower bar for depthwise layers), else 1."""
     threads = int(options.threads or 1)
-    return threads if threads > 1 and macs >= THREAD_MIN_MACS else 1
+    least = THREAD_MIN_MACS // DEPTHWISE_MAC_COST if depthwise else THREAD_MIN_MACS
+    return threads if threads > 1 and macs >= least else 1
 
 
 def channel_blocks(channels: int, wide: int, narrow: int) -> list[tuple[int, int]]:

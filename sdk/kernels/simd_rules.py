@@ -73,7 +73,8 @@ def float_conv(kernel_set: str, lanes: int, c: KernelCall, node, g, options) -> 
     w = dense_conv_weights(w, 1 if depthwise else groups, w.shape[3] if depthwise else ch, a["dh"], a["dw"])
     kh, kw = w.shape[1], w.shape[2]
     geometry = {**pick(a, "in out lo hi " + CONV_GEOMETRY), "kh": kh, "kw": kw}
-    common = dict(geometry, threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * kh * kw * w.shape[3]))
+    common = dict(geometry, threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * kh * kw * w.shape[3],
+                                                  depthwise))
     cols = (a["ow"] - 1) * a["sw"] + kw
     if depthwise:
         cp = round_up(ch, lanes)

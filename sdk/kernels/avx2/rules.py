@@ -117,7 +117,7 @@ def depthwise_s8(a: dict, w, bias, mult, shift, mode: int, options) -> Answer:
         bias=Weight("bias", padded(bias.astype(np.int32), ocp), "int32_t"),
         bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, w.reshape(oc, -1), a["zx"]), ocp), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], lanes_for(oc, ocp), mode == 1), "int64_t"),
-        band=band, fast=mode, threads=threads_for(options, macs)).with_stack(**depthwise_stack(a, ct, band, span))
+        band=band, fast=mode, threads=threads_for(options, macs, depthwise=True)).with_stack(**depthwise_stack(a, ct, band, span))
 
 
 def depthwise_stack(a: dict, ct: int, band: int, span: int) -> dict[str, int]:

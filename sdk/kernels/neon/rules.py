@@ -92,7 +92,7 @@ def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
         **pick(a, "in out oc zx zy lo hi dh dw " + CONV_GEOMETRY), dm=oc // a["c"], ct=ct,
         w=Weight("w16", packed.reshape(-1).astype(np.int16), "int16_t"),
         bias=Weight("bias_zx", padded(wrap32(zero_point_bias(bias, w, a["zx"])), ocp), "int32_t"),
-        **requant_args(w, bias, mult, shift, ocp), band=band, threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * taps)).with_stack(
+        **requant_args(w, bias, mult, shift, ocp), band=band, threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * taps, depthwise=True)).with_stack(
         panel=panel_elements(band, a["sh"], span, cols * ct), taps=taps)
 
 
