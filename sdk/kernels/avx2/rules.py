@@ -97,11 +97,12 @@ def depthwise_s8(a: dict, w, bias, mult, shift, mode: int, options) -> Answer:
     wt[:oc, :, :kw] = w.reshape(oc, kh, kw)
     # [block][ky][column pair][8 channels][2 taps]
     packed = wt.reshape(ocp // 8, 8, kh, kwp, 2).transpose(0, 2, 3, 1, 4).reshape(-1)
-    if (kh, kw, a["sw"], a["dw"], mode) == (3, 3, 1, 1, 1):
+    odd = (kh, kw, a["sw"], a["dw"], mode) == (3, 3, 1, 1, 1)  # the kernel's 3x3 stride-1 path takes it
+    if odd:
         # the kernel's 3x3 stride-1 path: the odd pixels' set after the blocks, pairs (0, w0), (w1, w2)
-        odd = np.zeros((ocp, kh, 4), dtype=np.int64)
-        odd[:oc, :, 1:] = w.reshape(oc, kh, kw)
-        packed = np.concatenate([packed, odd.reshape(ocp // 8, 8, kh, 2, 2).transpose(0, 2, 3, 1, 4).reshape(-1)])
+        odd_set = np.zeros((ocp, kh, 4), dtype=np.int64)
+        odd_set[:oc, :, 1:] = w.reshape(oc, kh, kw)
+        packed = np.concatenate([packed, odd_set.reshape(ocp // 8, 8, kh, 2, 2).transpose(0, 2, 3, 1, 4).reshape(-1)])
     cols = (a["ow"] - 1) * a["sw"] + (kw - 1) * a["dw"] + 1
     span = (kh - 1) * a["dh"] + 1
     # the tile narrow enough for a band of DW_BAND output rows where the width allows: a band of
@@ -117,7 +118,8 @@ def depthwise_s8(a: dict, w, bias, mult, shift, mode: int, options) -> Answer:
         bias=Weight("bias", padded(bias.astype(np.int32), ocp), "int32_t"),
         bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, w.reshape(oc, -1), a["zx"]), ocp), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], lanes_for(oc, ocp), mode == 1), "int64_t"),
-        band=band, fast=mode, threads=threads_for(options, macs, depthwise=True)).with_stack(**depthwise_stack(a, ct, band, span))
+        band=band, fast=mode, odd=int(odd), threads=threads_for(options, macs, depthwise=True)).with_stack(
+        **depthwise_stack(a, ct, band, span))
 
 
 def depthwise_stack(a: dict, ct: int, band: int, span: int) -> dict[str, int]:
