@@ -361,6 +361,36 @@ def simd_add_bcast_scalar(b, x):
     return b.op("Add", x)
 
 
+@case("add", (1, 1, 1, 31), (1, 1, 1, 31), ranges=((0.0, 3.0), (-2.0, 0.0)))
+def simd_add_tail15_zp_edges(b, x):
+    """31 elements: one vector of 16 and a scalar tail of 15; zero points -128 (a >= 0) and 127 (b <= 0)"""
+    return b.op("Add", x)
+
+
+@case("add", (1, 17, 1, 1), (1, 17, 1, 1), ranges=((-0.002, 0.001), (-60.0, 40.0)))
+def simd_add_tail1_extreme_scales(b, x):
+    """17 elements (a tail of 1); scales 10^4 apart: a multiplier of a few units beside one near 2^21"""
+    return b.op("Add", x)
+
+
+@case("add", (1, 1, 5, 7), (1, 19, 5, 7), ranges=((-4.0, 1.0), (-0.25, 0.75)))
+def simd_add_bcast_pixel_first(b, x):
+    """the first operand one value per pixel, repeated along rows of 19 channels (a vector and a tail of 3)"""
+    return b.op("Relu", [b.op("Add", x)])
+
+
+@case("add", (1, 1, 1, 1), (1, 33, 3, 1), ranges=((0.5, 0.6), (-1.0, 1.0)))
+def simd_add_bcast_scalar_first(b, x):
+    """a scalar first operand (zero point -128) before rows of 33 channels"""
+    return b.op("Add", x)
+
+
+@case("add", (1, 32, 4, 4), (1, 32, 4, 4), ranges=((-10.0, 10.0), (-10.0, 10.0)))
+def simd_add_saturating(b, x):
+    """512 elements, no tail; inputs sampled a bit beyond calibration: sums past the int8 range saturate"""
+    return b.op("Add", x)
+
+
 @case("mul", (1, 40, 5, 6), (1, 40, 1, 1), ranges=((-1.0, 2.0), (0.0, 1.0)))
 def simd_mul_bcast_se(b, x):
     """a squeeze-and-excitation scale: per-channel multiply"""

@@ -22,7 +22,8 @@ from ..kernel_sets import Answer, KernelSet, register_kernel_set
 from ..simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, acc_bounds, channel_blocks, channel_tile, conv_panels,
                            conv_tap_rows, dense_conv_weights, fc_panels, int8_constants, padded, panel_band, pick,
                            requant_table_neon, threads_for, zero_point_bias)
-from ..simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, int4_rules, half_rules, panel_elements, shared_rules
+from ..simd_rules import (CONV_GEOMETRY, PANEL_TOO_WIDE, int4_rules, half_rules, merged_axes, panel_elements,
+                          shared_rules)
 
 FC_K_MAX = PANEL_MAX_BYTES  # fc: the most inputs copied to the stack
 SET = "neon"
@@ -113,12 +114,41 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
         threads=threads_for(options, a["rows"] * n * k)).with_stack(x=kp)  # one input row
 
 
+ADD_SPLIT = 6  # add_s8_neon: each multiplier as 2^6 * mh + ml, ml an int8 factor, 64 * int8 an int16
+
+
+def add_s8(c: KernelCall, node, g, options) -> Answer:
+    """int8 Add with broadcasting, axes merged (merged_axes): c0 = 2^(shift-1) - za * ma - zb * mb
+    modulo 2^32 (the reference's int32 sum is reached exactly in wrapping arithmetic from the raw
+    operands), each multiplier split as 64 * mh + ml with 0 <= ml < 64 (a * ml + b * mbl in int16
+    lanes) and mh < 2^15 (an int16 lane of SMLAL by element). Variant: "contiguous" when both
+    operands' inner rows are contiguous, "broadcast" when one repeats a value along them."""
+    a = c.args
+    ma, mb, shift = int(a["ma"]), int(a["mb"]), int(a["shift"])
+    if not (0 <= ma < 1 << (15 + ADD_SPLIT) and 0 <= mb < 1 << (15 + ADD_SPLIT)):
+        return Declined(f"add multipliers outside [0, 2^{15 + ADD_SPLIT}) (int16 lanes of mult >> {ADD_SPLIT})")
+    if not 1 <= shift <= 31:
+        return Declined("an add shift outside [1, 31]")
+    d, sa, sb = merged_axes([a[f"d{i}"] for i in range(4)], [a[f"sa{i}"] for i in range(4)],
+                            [a[f"sb{i}"] for i in range(4)])
+    loop = {**{f"d{i}": d[i] for i in range(4)}, **{f"sa{i}": sa[i] for i in range(4)},
+            **{f"sb{i}": sb[i] for i in range(4)}}
+    c0 = (1 << (shift - 1)) - int(a["za"]) * ma - int(a["zb"]) * mb
+    low = (1 << ADD_SPLIT) - 1
+    call = kernel(SET, "add_s8_neon")(
+        **pick(a, "a b out ma mb shift zy lo hi"), **loop, mah=ma >> ADD_SPLIT, mal=ma & low, mbh=mb >> ADD_SPLIT,
+        mbl=mb & low, c0=int(wrap32(np.array([c0]))[0]))
+    call.variant = "contiguous" if sa[3] == sb[3] == 1 else "broadcast"
+    return call
+
+
 @register_kernel_set
 class Neon(KernelSet):
     name = SET
     rules = {
         **shared_rules(SET, 4),
         **half_rules(SET),
+        "add_s8": add_s8,
         "conv2d_s8": conv_s8,
         "fc_s8": fc_s8,
         **int4_rules(SET, conv_s8, fc_s8),
