@@ -228,6 +228,25 @@ def simd_qdq_conv_shift62_wide(b, x):
     return b.qdq(y, SHIFT62_NEAR_2P31)
 
 
+@case("conv2d", (1, 3, 6, 7), ranges=((-0.1, 0.1),))
+def simd_qdq_conv_shift32_mult_near_2_31(b, x):
+    """ratio 2^-2 (shift 32, M = 2^30: the 32-bit rule's smallest shift, SRSHL by -1) and 20 output
+    channels (a block of 16 and one of 8) with M = 2^31 - 128 at shift 33 (SQDMULH near its limit)"""
+    w = b.qconst(b.rng.integers(-2, 3, (20, 3, 3, 3)), p2(6))
+    near = b.qconst(b.rng.integers(-2, 3, (20, 3, 3, 3)), p2(7) * (1 - 2.0 ** -24))
+    return [b.qdq(b.op("Conv", [b.qdq(x[0], p2(5)), w], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), p2(9)),
+            b.qdq(b.op("Conv", [b.qdq(x[0], p2(5)), near], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), p2(9))]
+
+
+@case("conv2d", (1, 4, 5, 6), ranges=((-4.0, 4.0),))
+def simd_qdq_conv_shift40_bias(b, x):
+    """an arbitrary multiplier at shift 40 (ratio 0.7391 * 2^-9) on accumulators of +-2^16 from the
+    bias: SRSHL by -9 rounds every output, ties included, off the clamps"""
+    w = b.qconst(b.rng.integers(-127, 128, (12, 4, 1, 1)), p2(6) * 0.7391)
+    bias = qbias(b, b.rng.integers(-2**16, 2**16, 12), p2(11) * 0.7391)
+    return b.qdq(b.op("Conv", [b.qdq(x[0], p2(5)), w, bias], kernel_shape=[1, 1]), p2(2))
+
+
 @case("conv2d", (1, 2, 7, 9), ranges=((-0.1, 0.1),))
 def simd_qdq_conv_shift6(b, x):
     """requantization ratio 2^24 (shift 6): y = acc * 2^24 + rounding, saturating"""

@@ -42,6 +42,17 @@ def requant_args(w: np.ndarray, bias: np.ndarray, mult: np.ndarray, shift: np.nd
                 rq=Weight("rq", requant_table_neon(shift, count, bias), "int64_t"), wide=int(wide))
 
 
+def rq32_args(mult: np.ndarray, shift: np.ndarray, count: int, wide: int) -> dict:
+    """rq32 (1 when every channel's shift is at least 32, or its multiplier 0, and the
+    accumulators are exact in int32: cuvil_neon_rq16_32 requantizes in 32-bit lanes, SQDMULH then
+    SRSHL) and rs, 31 - shift per channel (0 for a multiplier 0), padded to `count` lanes."""
+    m = np.asarray(mult, dtype=np.int64).reshape(-1)
+    s = np.asarray(shift, dtype=np.int64).reshape(-1)
+    ok = not wide and bool(np.all((s >= 32) | (m == 0)))
+    rs = np.where(m == 0, 0, 31 - s) if ok else np.zeros_like(s)
+    return dict(rs=Weight("rs", padded(rs.astype(np.int32), count), "int32_t"), rq32=int(ok))
+
+
 def conv_s8(c: KernelCall, node, g, options) -> Answer:
     a = c.args
     constants = int8_constants(a)
@@ -64,12 +75,16 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
     if band == 0:
         return Declined(PANEL_TOO_WIDE)
     macs = a["n"] * a["oh"] * a["ow"] * oc * kh * kw * ch
-    return kernel(SET, "conv2d_s8_neon")(
+    rq = requant_args(w, bias, mult, shift, ocp)
+    rq32 = rq32_args(mult, shift, ocp, rq["wide"])
+    call = kernel(SET, "conv2d_s8_neon")(
         **{**pick(a, "in out oc zx zy lo hi " + CONV_GEOMETRY), "kh": kh, "kw": kw},
         w=Weight("w8", packed.astype(np.int8), "int8_t"),
-        bias=Weight("bias_zx", padded(bias_zx, ocp), "int32_t"), **requant_args(w, bias, mult, shift, ocp),
+        bias=Weight("bias_zx", padded(bias_zx, ocp), "int32_t"), **rq, **rq32,
         kq=kr // 4, band=band, threads=threads_for(options, macs)).with_stack(
         panel=panel_elements(band, a["sh"], kh, rowlen))
+    call.variant = "rq32" if rq32["rq32"] else ("wide" if rq["wide"] else "rq64")
+    return call
 
 
 def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:

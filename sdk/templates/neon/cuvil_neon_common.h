@@ -110,6 +110,18 @@ static inline int16x8_t cuvil_neon_rq16(int32x4_t lo, int32x4_t hi, int32x4_t m0
     return vqaddq_s16(vqmovn_high_s32(vqmovn_s32(r0), r1), zy);
 }
 
+/* The same in 32-bit lanes, where every channel's shift s is at least 32 (rs = 31 - s, the
+ * compiler's `rq32` layers): SQDMULH is floor(T * mult / 2^31) (no saturation: mult > 0), and
+ * SRSHL by 31 - s adds 2^(s-32) and shifts right by s - 31, which is floor((T * mult + 2^(s-1))
+ * / 2^s): the floor of the first step drops only a fraction below 1, which cannot carry the
+ * integer sum across a multiple of 2^(s-31). A channel whose multiplier is 0 gets 0 either way. */
+static inline int16x8_t cuvil_neon_rq16_32(int32x4_t lo, int32x4_t hi, int32x4_t m0, int32x4_t m1, int32x4_t r0,
+                                           int32x4_t r1, int16x8_t zy)
+{
+    const int32x4_t a = vrshlq_s32(vqdmulhq_s32(lo, m0), r0), b = vrshlq_s32(vqdmulhq_s32(hi, m1), r1);
+    return vqaddq_s16(vqmovn_high_s32(vqmovn_s32(a), b), zy);
+}
+
 /* 16 int32 -> 16 int8 (saturating), clamped to [lo, hi]. */
 static inline int8x16_t cuvil_neon_narrow16(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d, int8x16_t lo,
                                             int8x16_t hi)
