@@ -104,12 +104,16 @@ def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
     band = panel_band(a["oh"], a["sh"], span, cols * ct * 2)
     if band == 0:
         return Declined(PANEL_TOO_WIDE)
-    return kernel(SET, "dwconv2d_s8_neon")(
+    rq = requant_args(w, bias, mult, shift, ocp)
+    rq32 = rq32_args(mult, shift, ocp, rq["wide"])
+    call = kernel(SET, "dwconv2d_s8_neon")(
         **pick(a, "in out oc zx zy lo hi dh dw " + CONV_GEOMETRY), dm=oc // a["c"], ct=ct,
         w=Weight("w16", packed.reshape(-1).astype(np.int16), "int16_t"),
         bias=Weight("bias_zx", padded(wrap32(zero_point_bias(bias, w, a["zx"])), ocp), "int32_t"),
-        **requant_args(w, bias, mult, shift, ocp), band=band, threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * taps)).with_stack(
+        **rq, **rq32, band=band, threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * taps)).with_stack(
         panel=panel_elements(band, a["sh"], span, cols * ct), taps=taps)
+    call.variant = "rq32" if rq32["rq32"] else ("wide" if rq["wide"] else "rq64")
+    return call
 
 
 def fc_s8(c: KernelCall, node, g, options) -> Answer:
