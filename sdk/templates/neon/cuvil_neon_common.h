@@ -291,6 +291,7 @@ static inline void cuvil_neon_quantize(const float *src, int8_t *dst, int32_t n,
     const int32_t n16 = n & ~15;
     for (int32_t i = 0; i < n16; i += 16) {
         int32x4_t q[4];
+#pragma GCC unroll 4
         for (int j = 0; j < 4; j++) {
             const float32x4_t v = vmaxnmq_f32(vaddq_f32(vdivq_f32(vld1q_f32(src + i + 4 * j), vs), half), lo);
             q[j] = vqaddq_s32(vcvtmq_s32_f32(v), vz);
