@@ -19,8 +19,8 @@ import numpy as np
 
 from ..contract import Declined, KernelCall, Weight, kernel
 from ..kernel_sets import Answer, KernelSet, register_kernel_set
-from ..simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, acc_bounds, channel_blocks, channel_tile, conv_panels,
-                           conv_tap_rows, dense_conv_weights, fc_panels, int8_constants, padded, panel_band, pick,
+from ..simd_layout import (INT32_LIMIT, PANEL_BYTES, PANEL_MAX_BYTES, acc_bounds, band_rows, channel_blocks,
+                           channel_tile, conv_panels, conv_tap_rows, dense_conv_weights, fc_panels, int8_constants, padded, panel_band, pick,
                            requant_table_neon, threads_for, zero_point_bias)
 from ..simd_rules import (CONV_GEOMETRY, PANEL_TOO_WIDE, int4_rules, half_rules, merged_axes, panel_elements,
                           shared_rules)
@@ -87,10 +87,39 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
     return call
 
 
+# dwconv2d_s8_neon's panel fill, in instructions per panel column and row (measured on its loops):
+# the contiguous path (dm == 1, one tile of all channels) 5 per 32 channels, the per-pixel path
+# 6 plus 5 per 16 channels; and per band and block of 8 channels the 3x3 path's set-up
+DW_FILL_RUN, DW_FILL_PIXEL, DW_FILL_LANES, DW_BLOCK_SETUP = 5 / 32, 6, 5 / 16, 40
+
+
+def depthwise_tile(oc: int, c: int, oh: int, sh: int, span: int, cols: int) -> tuple[int, int]:
+    """(ct, band) of dwconv2d_s8_neon: the channel tile (a multiple of 8) and the output rows per
+    band with the fewest estimated instructions for filling the int16 panel (each band fills
+    its (band - 1) * sh + span input rows again, a narrower tile leaves room for more rows)
+    and setting up blocks, among tiles whose band fits PANEL_BYTES; channel_tile's when none does."""
+    cp = -(-oc // 8) * 8
+    best = None
+    for ct in range(8, cp + 1, 8):
+        band = band_rows(oh, sh, span, cols * ct * 2, PANEL_BYTES)
+        if band == 0:
+            continue
+        bands = -(-oh // band)
+        fill_rows = bands * ((band - 1) * sh + span)
+        per_column = ct * DW_FILL_RUN if ct == cp == oc == c else DW_FILL_PIXEL + ct * DW_FILL_LANES
+        cost = -(-cp // ct) * fill_rows * cols * per_column + cp // 8 * bands * DW_BLOCK_SETUP
+        if best is None or cost < best[0]:
+            best = (cost, ct, band)
+    if best is not None:
+        return best[1], best[2]
+    ct = channel_tile(oc, span, cols * 2)
+    return ct, panel_band(oh, sh, span, cols * ct * 2)
+
+
 def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
     """Depthwise (groups == c, oc = dm * c), any stride and dilation: output channels in blocks
     of 8, int16 weights [block][tap][8], bias - zx * sum(w) modulo 2^32 (the panel holds raw
-    inputs, padded with zx); the panel takes `ct` output channels at a time (channel_tile), so
+    inputs, padded with zx); the panel takes `ct` output channels at a time (depthwise_tile), so
     any row width fits."""
     oc, kh, kw = a["oc"], a["kh"], a["kw"]
     taps = kh * kw
@@ -100,8 +129,7 @@ def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
     packed = wt.reshape(ocp // 8, 8, taps).transpose(0, 2, 1)
     cols = (a["ow"] - 1) * a["sw"] + (kw - 1) * a["dw"] + 1
     span = (kh - 1) * a["dh"] + 1
-    ct = channel_tile(oc, span, cols * 2)
-    band = panel_band(a["oh"], a["sh"], span, cols * ct * 2)
+    ct, band = depthwise_tile(oc, a["c"], a["oh"], a["sh"], span, cols)
     if band == 0:
         return Declined(PANEL_TOO_WIDE)
     rq = requant_args(w, bias, mult, shift, ocp)
