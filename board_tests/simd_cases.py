@@ -228,6 +228,25 @@ def simd_qdq_conv_shift62_wide(b, x):
     return b.qdq(y, SHIFT62_NEAR_2P31)
 
 
+@case("conv2d", (1, 3, 6, 7), ranges=((-0.1, 0.1),))
+def simd_qdq_conv_shift32_mult_near_2_31(b, x):
+    """ratio 2^-2 (shift 32, M = 2^30: the 32-bit rule's smallest shift, SRSHL by -1) and 20 output
+    channels (a block of 16 and one of 8) with M = 2^31 - 128 at shift 33 (SQDMULH near its limit)"""
+    w = b.qconst(b.rng.integers(-2, 3, (20, 3, 3, 3)), p2(6))
+    near = b.qconst(b.rng.integers(-2, 3, (20, 3, 3, 3)), p2(7) * (1 - 2.0 ** -24))
+    return [b.qdq(b.op("Conv", [b.qdq(x[0], p2(5)), w], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), p2(9)),
+            b.qdq(b.op("Conv", [b.qdq(x[0], p2(5)), near], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), p2(9))]
+
+
+@case("conv2d", (1, 4, 5, 6), ranges=((-4.0, 4.0),))
+def simd_qdq_conv_shift40_bias(b, x):
+    """an arbitrary multiplier at shift 40 (ratio 0.7391 * 2^-9) on accumulators of +-2^16 from the
+    bias: SRSHL by -9 rounds every output, ties included, off the clamps"""
+    w = b.qconst(b.rng.integers(-127, 128, (12, 4, 1, 1)), p2(6) * 0.7391)
+    bias = qbias(b, b.rng.integers(-2**16, 2**16, 12), p2(11) * 0.7391)
+    return b.qdq(b.op("Conv", [b.qdq(x[0], p2(5)), w, bias], kernel_shape=[1, 1]), p2(2))
+
+
 @case("conv2d", (1, 2, 7, 9), ranges=((-0.1, 0.1),))
 def simd_qdq_conv_shift6(b, x):
     """requantization ratio 2^24 (shift 6): y = acc * 2^24 + rounding, saturating"""
@@ -358,6 +377,36 @@ def simd_add_bcast_channel(b, x):
 
 @case("add", (1, 20, 6, 7), (1, 1, 1, 1))
 def simd_add_bcast_scalar(b, x):
+    return b.op("Add", x)
+
+
+@case("add", (1, 1, 1, 31), (1, 1, 1, 31), ranges=((0.0, 3.0), (-2.0, 0.0)))
+def simd_add_tail15_zp_edges(b, x):
+    """31 elements: one vector of 16 and a scalar tail of 15; zero points -128 (a >= 0) and 127 (b <= 0)"""
+    return b.op("Add", x)
+
+
+@case("add", (1, 17, 1, 1), (1, 17, 1, 1), ranges=((-0.002, 0.001), (-60.0, 40.0)))
+def simd_add_tail1_extreme_scales(b, x):
+    """17 elements (a tail of 1); scales 10^4 apart: a multiplier of a few units beside one near 2^21"""
+    return b.op("Add", x)
+
+
+@case("add", (1, 1, 5, 7), (1, 19, 5, 7), ranges=((-4.0, 1.0), (-0.25, 0.75)))
+def simd_add_bcast_pixel_first(b, x):
+    """the first operand one value per pixel, repeated along rows of 19 channels (a vector and a tail of 3)"""
+    return b.op("Relu", [b.op("Add", x)])
+
+
+@case("add", (1, 1, 1, 1), (1, 33, 3, 1), ranges=((0.5, 0.6), (-1.0, 1.0)))
+def simd_add_bcast_scalar_first(b, x):
+    """a scalar first operand (zero point -128) before rows of 33 channels"""
+    return b.op("Add", x)
+
+
+@case("add", (1, 32, 4, 4), (1, 32, 4, 4), ranges=((-10.0, 10.0), (-10.0, 10.0)))
+def simd_add_saturating(b, x):
+    """512 elements, no tail; inputs sampled a bit beyond calibration: sums past the int8 range saturate"""
     return b.op("Add", x)
 
 

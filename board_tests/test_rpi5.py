@@ -137,6 +137,25 @@ def test_digits_int8_rpi5_identical_to_host(digits_rpi5, digits_host):
     assert report["flash_bytes"] > 0 and report["arena_bytes"] > 0
 
 
+def test_quantize_input_edge_values_rpi5_identical_to_host(work, digits):
+    """cuvil_neon_quantize against the portable cuvil_quantize (the host build) on values far
+    beyond +-1024 steps (up to FLT_MAX, past int32 after the division), signed zeros and tiny
+    values, in its vector blocks of 16 (the digits input has 64 values; `run` refuses NaN and
+    infinities, which the same FMAXNM / FCVTMS steps map as the clamps do)."""
+    x, calib = digits
+    special = np.array([3.4e38, -3.4e38, 1e30, -1e30, 3e9, -3e9, 0.0, -0.0, 1e-30, -1e-30, 16.0, -16.0], np.float32)
+    rng = np.random.default_rng(7)
+    rows = []
+    for k in range(4):
+        row = x[k].copy().reshape(-1)
+        row[rng.choice(row.size, special.size, replace=False)] = special
+        rows.append(row.reshape(x[k].shape))
+    edge = np.stack(rows).astype(np.float32)
+    ours = run_cli(work, "digits-edge-rpi5", "rpi5", DIGITS, edge, calib)[0]
+    host = run_cli(work, "digits-edge-host", "host", DIGITS, edge, calib)[0]
+    assert_identical(ours, host)
+
+
 def test_rpi5_build_layout(digits_rpi5):
     """lib<name>.so is an aarch64 shared object holding the model only; the harness is a
     separate aarch64 executable that finds the library beside it."""

@@ -8,13 +8,15 @@ BROADCAST = "d0 d1 d2 d3 sa0 sa1 sa2 sa3 sb0 sb1 sb2 sb3"
 POOL_WINDOW = "n h w c oh ow kh kw sh sw pt pl pb pr"
 
 
-def declare_shared(kernel_set: str) -> None:
-    """Declare the SIMD kernels that `kernel_set` shares with the other SIMD set."""
+def declare_shared(kernel_set: str, own: tuple[str, ...] = ()) -> None:
+    """Declare the SIMD kernels that `kernel_set` shares with the other SIMD set (but those
+    stems in `own`, which the set declares itself with parameters of its own)."""
     def name(stem: str) -> str:
         return f"{stem}_{kernel_set}"
 
-    declare(kernel_set, name("add_s8"), In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"), *I(BROADCAST),
-            *I("za zb ma mb shift zy lo hi", "int32_t"))
+    if "add_s8" not in own:
+        declare(kernel_set, name("add_s8"), In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"),
+                *I(BROADCAST), *I("za zb ma mb shift zy lo hi", "int32_t"))
     declare(kernel_set, name("mul_s8"), In("a", "int8_t"), In("b", "int8_t"), Out("out", "int8_t"), *I(BROADCAST),
             *I("za zb mult shift zy lo hi", "int32_t"))
     declare(kernel_set, name("avgpool_s8"), In("in", "int8_t"), Out("out", "int8_t"), *I(POOL_WINDOW + " include_pad"),

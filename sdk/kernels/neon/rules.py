@@ -19,10 +19,11 @@ import numpy as np
 
 from ..contract import Declined, KernelCall, Weight, kernel
 from ..kernel_sets import Answer, KernelSet, register_kernel_set
-from ..simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, acc_bounds, channel_blocks, channel_tile, conv_panels,
-                           conv_tap_rows, dense_conv_weights, fc_panels, int8_constants, padded, panel_band, pick,
+from ..simd_layout import (INT32_LIMIT, PANEL_BYTES, PANEL_MAX_BYTES, acc_bounds, band_rows, channel_blocks,
+                           channel_tile, conv_panels, conv_tap_rows, dense_conv_weights, fc_panels, int8_constants, padded, panel_band, pick,
                            requant_table_neon, threads_for, zero_point_bias)
-from ..simd_rules import CONV_GEOMETRY, PANEL_TOO_WIDE, int4_rules, half_rules, panel_elements, shared_rules
+from ..simd_rules import (CONV_GEOMETRY, PANEL_TOO_WIDE, int4_rules, half_rules, merged_axes, panel_elements,
+                          shared_rules)
 
 FC_K_MAX = PANEL_MAX_BYTES  # fc: the most inputs copied to the stack
 SET = "neon"
@@ -39,6 +40,17 @@ def requant_args(w: np.ndarray, bias: np.ndarray, mult: np.ndarray, shift: np.nd
     wide = bool(np.any(acc_bounds(w, bias)[1] > INT32_LIMIT))
     return dict(mult=Weight("mult", padded(mult.astype(np.int32), count), "int32_t"),
                 rq=Weight("rq", requant_table_neon(shift, count, bias), "int64_t"), wide=int(wide))
+
+
+def rq32_args(mult: np.ndarray, shift: np.ndarray, count: int, wide: int) -> dict:
+    """rq32 (1 when every channel's shift is at least 32, or its multiplier 0, and the
+    accumulators are exact in int32: cuvil_neon_rq16_32 requantizes in 32-bit lanes, SQDMULH then
+    SRSHL) and rs, 31 - shift per channel (0 for a multiplier 0), padded to `count` lanes."""
+    m = np.asarray(mult, dtype=np.int64).reshape(-1)
+    s = np.asarray(shift, dtype=np.int64).reshape(-1)
+    ok = not wide and bool(np.all((s >= 32) | (m == 0)))
+    rs = np.where(m == 0, 0, 31 - s) if ok else np.zeros_like(s)
+    return dict(rs=Weight("rs", padded(rs.astype(np.int32), count), "int32_t"), rq32=int(ok))
 
 
 def conv_s8(c: KernelCall, node, g, options) -> Answer:
@@ -63,18 +75,51 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
     if band == 0:
         return Declined(PANEL_TOO_WIDE)
     macs = a["n"] * a["oh"] * a["ow"] * oc * kh * kw * ch
-    return kernel(SET, "conv2d_s8_neon")(
+    rq = requant_args(w, bias, mult, shift, ocp)
+    rq32 = rq32_args(mult, shift, ocp, rq["wide"])
+    call = kernel(SET, "conv2d_s8_neon")(
         **{**pick(a, "in out oc zx zy lo hi " + CONV_GEOMETRY), "kh": kh, "kw": kw},
         w=Weight("w8", packed.astype(np.int8), "int8_t"),
-        bias=Weight("bias_zx", padded(bias_zx, ocp), "int32_t"), **requant_args(w, bias, mult, shift, ocp),
+        bias=Weight("bias_zx", padded(bias_zx, ocp), "int32_t"), **rq, **rq32,
         kq=kr // 4, band=band, threads=threads_for(options, macs)).with_stack(
         panel=panel_elements(band, a["sh"], kh, rowlen))
+    call.variant = "rq32" if rq32["rq32"] else ("wide" if rq["wide"] else "rq64")
+    return call
+
+
+# dwconv2d_s8_neon's panel fill, in instructions per panel column and row (measured on its loops):
+# the contiguous path (dm == 1, one tile of all channels) 5 per 32 channels, the per-pixel path
+# 6 plus 5 per 16 channels; and per band and block of 8 channels the 3x3 path's set-up
+DW_FILL_RUN, DW_FILL_PIXEL, DW_FILL_LANES, DW_BLOCK_SETUP = 5 / 32, 6, 5 / 16, 40
+
+
+def depthwise_tile(oc: int, c: int, oh: int, sh: int, span: int, cols: int) -> tuple[int, int]:
+    """(ct, band) of dwconv2d_s8_neon: the channel tile (a multiple of 8) and the output rows per
+    band with the fewest estimated instructions for filling the int16 panel (each band fills
+    its (band - 1) * sh + span input rows again, a narrower tile leaves room for more rows)
+    and setting up blocks, among tiles whose band fits PANEL_BYTES; channel_tile's when none does."""
+    cp = -(-oc // 8) * 8
+    best = None
+    for ct in range(8, cp + 1, 8):
+        band = band_rows(oh, sh, span, cols * ct * 2, PANEL_BYTES)
+        if band == 0:
+            continue
+        bands = -(-oh // band)
+        fill_rows = bands * ((band - 1) * sh + span)
+        per_column = ct * DW_FILL_RUN if ct == cp == oc == c else DW_FILL_PIXEL + ct * DW_FILL_LANES
+        cost = -(-cp // ct) * fill_rows * cols * per_column + cp // 8 * bands * DW_BLOCK_SETUP
+        if best is None or cost < best[0]:
+            best = (cost, ct, band)
+    if best is not None:
+        return best[1], best[2]
+    ct = channel_tile(oc, span, cols * 2)
+    return ct, panel_band(oh, sh, span, cols * ct * 2)
 
 
 def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
     """Depthwise (groups == c, oc = dm * c), any stride and dilation: output channels in blocks
     of 8, int16 weights [block][tap][8], bias - zx * sum(w) modulo 2^32 (the panel holds raw
-    inputs, padded with zx); the panel takes `ct` output channels at a time (channel_tile), so
+    inputs, padded with zx); the panel takes `ct` output channels at a time (depthwise_tile), so
     any row width fits."""
     oc, kh, kw = a["oc"], a["kh"], a["kw"]
     taps = kh * kw
@@ -84,16 +129,20 @@ def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
     packed = wt.reshape(ocp // 8, 8, taps).transpose(0, 2, 1)
     cols = (a["ow"] - 1) * a["sw"] + (kw - 1) * a["dw"] + 1
     span = (kh - 1) * a["dh"] + 1
-    ct = channel_tile(oc, span, cols * 2)
-    band = panel_band(a["oh"], a["sh"], span, cols * ct * 2)
+    ct, band = depthwise_tile(oc, a["c"], a["oh"], a["sh"], span, cols)
     if band == 0:
         return Declined(PANEL_TOO_WIDE)
-    return kernel(SET, "dwconv2d_s8_neon")(
+    rq = requant_args(w, bias, mult, shift, ocp)
+    rq32 = rq32_args(mult, shift, ocp, rq["wide"])
+    call = kernel(SET, "dwconv2d_s8_neon")(
         **pick(a, "in out oc zx zy lo hi dh dw " + CONV_GEOMETRY), dm=oc // a["c"], ct=ct,
         w=Weight("w16", packed.reshape(-1).astype(np.int16), "int16_t"),
         bias=Weight("bias_zx", padded(wrap32(zero_point_bias(bias, w, a["zx"])), ocp), "int32_t"),
-        **requant_args(w, bias, mult, shift, ocp), band=band, threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * taps, depthwise=True)).with_stack(
+        **rq, **rq32, band=band,
+        threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * taps, depthwise=True)).with_stack(
         panel=panel_elements(band, a["sh"], span, cols * ct), taps=taps)
+    call.variant = "rq32" if rq32["rq32"] else ("wide" if rq["wide"] else "rq64")
+    return call
 
 
 def fc_s8(c: KernelCall, node, g, options) -> Answer:
@@ -113,12 +162,41 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
         threads=threads_for(options, a["rows"] * n * k)).with_stack(x=kp)  # one input row
 
 
+ADD_SPLIT = 6  # add_s8_neon: each multiplier as 2^6 * mh + ml, ml an int8 factor, 64 * int8 an int16
+
+
+def add_s8(c: KernelCall, node, g, options) -> Answer:
+    """int8 Add with broadcasting, axes merged (merged_axes): c0 = 2^(shift-1) - za * ma - zb * mb
+    modulo 2^32 (the reference's int32 sum is reached exactly in wrapping arithmetic from the raw
+    operands), each multiplier split as 64 * mh + ml with 0 <= ml < 64 (a * ml + b * mbl in int16
+    lanes) and mh < 2^15 (an int16 lane of SMLAL by element). Variant: "contiguous" when both
+    operands' inner rows are contiguous, "broadcast" when one repeats a value along them."""
+    a = c.args
+    ma, mb, shift = int(a["ma"]), int(a["mb"]), int(a["shift"])
+    if not (0 <= ma < 1 << (15 + ADD_SPLIT) and 0 <= mb < 1 << (15 + ADD_SPLIT)):
+        return Declined(f"add multipliers outside [0, 2^{15 + ADD_SPLIT}) (int16 lanes of mult >> {ADD_SPLIT})")
+    if not 1 <= shift <= 31:
+        return Declined("an add shift outside [1, 31]")
+    d, sa, sb = merged_axes([a[f"d{i}"] for i in range(4)], [a[f"sa{i}"] for i in range(4)],
+                            [a[f"sb{i}"] for i in range(4)])
+    loop = {**{f"d{i}": d[i] for i in range(4)}, **{f"sa{i}": sa[i] for i in range(4)},
+            **{f"sb{i}": sb[i] for i in range(4)}}
+    c0 = (1 << (shift - 1)) - int(a["za"]) * ma - int(a["zb"]) * mb
+    low = (1 << ADD_SPLIT) - 1
+    call = kernel(SET, "add_s8_neon")(
+        **pick(a, "a b out ma mb shift zy lo hi"), **loop, mah=ma >> ADD_SPLIT, mal=ma & low, mbh=mb >> ADD_SPLIT,
+        mbl=mb & low, c0=int(wrap32(np.array([c0]))[0]))
+    call.variant = "contiguous" if sa[3] == sb[3] == 1 else "broadcast"
+    return call
+
+
 @register_kernel_set
 class Neon(KernelSet):
     name = SET
     rules = {
         **shared_rules(SET, 4),
         **half_rules(SET),
+        "add_s8": add_s8,
         "conv2d_s8": conv_s8,
         "fc_s8": fc_s8,
         **int4_rules(SET, conv_s8, fc_s8),

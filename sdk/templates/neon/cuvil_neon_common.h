@@ -79,6 +79,49 @@ static inline int32x4_t cuvil_neon_requant4n(int32x4_t acc, int32_t mult, int32_
     return vqmovn_high_s64(vqmovn_s64(lo), hi);
 }
 
+/* The 64-bit products of the low halves of a and m (SMULL) on the whole registers: written as
+ * GNU asm, GCC keeps one register per loop-invariant multiplier instead of a second copy of
+ * its low half. */
+static inline int64x2_t cuvil_neon_mull_lo(int32x4_t a, int32x4_t m)
+{
+#if defined(__GNUC__)
+    int64x2_t r;
+    __asm__("smull %0.2d, %1.2s, %2.2s" : "=w"(r) : "w"(a), "w"(m));
+    return r;
+#else
+    return vmull_s32(vget_low_s32(a), vget_low_s32(m));
+#endif
+}
+
+/* Requantize 8 exact int32 accumulators (not `wide`) as cuvil_neon_requant4 does, bit for
+ * bit, up to the int16 sum with zy: SRSHL by -s (the low byte of rq's second half) is
+ * (T * mult + 2^(s-1)) >> s, rounding exactly (no 64-bit overflow: |T * mult| < 2^62); the
+ * int32 and int16 saturations and the saturating int16 add of zy (|zy| <= 128) leave any value
+ * beyond int8 beyond it, so the int8 narrowing and the clamp to [lo, hi] that follow give the
+ * reference's result. */
+static inline int16x8_t cuvil_neon_rq16(int32x4_t lo, int32x4_t hi, int32x4_t m0, int32x4_t m1, int64x2_t s0,
+                                              int64x2_t s1, int64x2_t s2, int64x2_t s3, int16x8_t zy)
+{
+    const int64x2_t p0 = vrshlq_s64(cuvil_neon_mull_lo(lo, m0), s0);
+    const int64x2_t p1 = vrshlq_s64(vmull_high_s32(lo, m0), s1);
+    const int64x2_t p2 = vrshlq_s64(cuvil_neon_mull_lo(hi, m1), s2);
+    const int64x2_t p3 = vrshlq_s64(vmull_high_s32(hi, m1), s3);
+    const int32x4_t r0 = vqmovn_high_s64(vqmovn_s64(p0), p1), r1 = vqmovn_high_s64(vqmovn_s64(p2), p3);
+    return vqaddq_s16(vqmovn_high_s32(vqmovn_s32(r0), r1), zy);
+}
+
+/* The same in 32-bit lanes, where every channel's shift s is at least 32 (rs = 31 - s, the
+ * compiler's `rq32` layers): SQDMULH is floor(T * mult / 2^31) (no saturation: mult > 0), and
+ * SRSHL by 31 - s adds 2^(s-32) and shifts right by s - 31, which is floor((T * mult + 2^(s-1))
+ * / 2^s): the floor of the first step drops only a fraction below 1, which cannot carry the
+ * integer sum across a multiple of 2^(s-31). A channel whose multiplier is 0 gets 0 either way. */
+static inline int16x8_t cuvil_neon_rq16_32(int32x4_t lo, int32x4_t hi, int32x4_t m0, int32x4_t m1, int32x4_t r0,
+                                           int32x4_t r1, int16x8_t zy)
+{
+    const int32x4_t a = vrshlq_s32(vqdmulhq_s32(lo, m0), r0), b = vrshlq_s32(vqdmulhq_s32(hi, m1), r1);
+    return vqaddq_s16(vqmovn_high_s32(vqmovn_s32(a), b), zy);
+}
+
 /* 16 int32 -> 16 int8 (saturating), clamped to [lo, hi]. */
 static inline int8x16_t cuvil_neon_narrow16(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d, int8x16_t lo,
                                             int8x16_t hi)
@@ -101,6 +144,8 @@ static inline void cuvil_neon_store_s8(int8_t *dst, int8x16_t v, int count)
 {
     if (count >= 16) {
         vst1q_s8(dst, v);
+    } else if (count == 8) { /* a block of 8 channels: one 8-byte store */
+        vst1_s8(dst, vget_low_s8(v));
     } else if (count > 0) {
         int8_t tmp[16];
         vst1q_s8(tmp, v);
@@ -235,25 +280,26 @@ static inline void cuvil_neon_store_f16(cuvil_f16 *dst, const float32x4_t acc[2]
 #endif
 
 /* cuvil_quantize (cuvil_common.h) on n floats, 4 at a time: the same float32 division and
- * addition, NaN and values below -1024 to -1024, above 1024 to 1024, floor, + zp, saturated
- * to int8. The generated quantize_input uses it through CUVIL_QUANTIZE_INPUT. */
+ * addition; NaN and values below -1024 to -1024 (FMAXNM returns the number beside a NaN), then
+ * floor and conversion in one (FCVTMS, saturating at the int32 range), + zp saturating, the
+ * int16 and int8 narrowings saturating: a value above 1024 ends at 127 as its clamp to 1024
+ * would (1024 + zp > 127). The generated quantize_input uses it through CUVIL_QUANTIZE_INPUT. */
 static inline void cuvil_neon_quantize(const float *src, int8_t *dst, int32_t n, float scale, int32_t zp)
 {
-    const float32x4_t vs = vdupq_n_f32(scale), half = vdupq_n_f32(0.5f);
-    const float32x4_t lo = vdupq_n_f32(-1024.0f), hi = vdupq_n_f32(1024.0f);
+    const float32x4_t vs = vdupq_n_f32(scale), half = vdupq_n_f32(0.5f), lo = vdupq_n_f32(-1024.0f);
     const int32x4_t vz = vdupq_n_s32(zp);
-    const int32_t n8 = n & ~7;
-    for (int32_t i = 0; i < n8; i += 8) {
-        int32x4_t q[2];
-        for (int j = 0; j < 2; j++) {
-            float32x4_t v = vaddq_f32(vdivq_f32(vld1q_f32(src + i + 4 * j), vs), half);
-            v = vbslq_f32(vcgeq_f32(v, lo), v, lo); /* NaN too */
-            v = vminq_f32(v, hi);
-            q[j] = vaddq_s32(vcvtq_s32_f32(vrndmq_f32(v)), vz);
+    const int32_t n16 = n & ~15;
+    for (int32_t i = 0; i < n16; i += 16) {
+        int32x4_t q[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            const float32x4_t v = vmaxnmq_f32(vaddq_f32(vdivq_f32(vld1q_f32(src + i + 4 * j), vs), half), lo);
+            q[j] = vqaddq_s32(vcvtmq_s32_f32(v), vz);
         }
-        vst1_s8(dst + i, vqmovn_s16(vcombine_s16(vqmovn_s32(q[0]), vqmovn_s32(q[1]))));
+        const int16x8_t h0 = vqmovn_high_s32(vqmovn_s32(q[0]), q[1]), h1 = vqmovn_high_s32(vqmovn_s32(q[2]), q[3]);
+        vst1q_s8(dst + i, vqmovn_high_s16(vqmovn_s16(h0), h1));
     }
-    for (int32_t i = n8; i < n; i++) dst[i] = cuvil_quantize(src[i], scale, zp);
+    for (int32_t i = n16; i < n; i++) dst[i] = cuvil_quantize(src[i], scale, zp);
 }
 #define CUVIL_QUANTIZE_INPUT cuvil_neon_quantize
 #endif /* CUVIL_NEON_COMMON_H */
