@@ -14,8 +14,8 @@ cpu/avx/amx.cc (bochs_3.0+dfsg.orig.tar.xz), DPBDSS, DPBDSU and DPBDUS read each
 bytes as Bit8u and widen the "signed" ones with Bit32s(...), i.e. as 0..255, so tdpbssd, tdpbsud
 and tdpbusd multiply a byte -1 as 255 (tdpbuud, unsigned by definition, is unaffected). An
 AMX-INT8 conv variant (tdpbusd, with ldtilecfg, tileloadd/tilestored, tilezero, tilerelease) ran
-on it to the end without a fault, its outputs wrong as that predicts (the layer's unsaturated
-outputs). A signed AMX kernel is therefore not verifiable on this build as packaged.
+on it to the end without a fault; its outputs differed from the reference at the pixels that
+touch padding (the others saturated), consistent with that bug. A signed AMX kernel is therefore not verifiable on this build as packaged.
 
 `python board_tests/bochs3.py` prepares it (scripts/setup.sh runs that; safe to run again: it
 does nothing once CACHE/root/.done exists). The tests never download: a missing root fails them
