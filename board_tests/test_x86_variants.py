@@ -282,3 +282,14 @@ def test_resnet8_on_bochs_avx512_matches_this_cpu(resnet8, tmp_path):
     run = x86_bochs.run(image, tmp_path)
     assert run["isa"] == "avx512vnni" and not run["refused"], run
     assert_outputs_equal(run["outputs"], here, outputs, f"ResNet-8 on Bochs vs {best_variant()} here")
+
+
+@pytest.mark.parametrize("cap", ["avx512vnni", "avxvnni"])
+def test_vnni_variants_on_bochs3_sapphire_rapids_are_bit_exact_on_the_grid(grid, cap, tmp_path):
+    """Bochs 3.0's Sapphire Rapids (bochs3.py) has AVX-VNNI, which no CPU here has: the avxvnni
+    variant's vpdpbusd itself (not the emulation above) bit-exact on the grid, and avx512vnni
+    on a second emulated CPU. CUVIL_ISA (the bare program's environment) caps the choice."""
+    image = x86_bochs.build_image(Path(grid["info"]["artifacts"]["so"]), grid["samples"], tmp_path, isa_cap=cap)
+    run = x86_bochs.run(image, tmp_path, model=x86_bochs.SAPPHIRE_RAPIDS)
+    assert run["isa"] == cap and not run["refused"], run
+    assert_grid_matches(grid, run["outputs"], f"{cap} on Bochs 3.0 sapphire_rapids")

@@ -11,6 +11,12 @@ in XCR0 as an OS would, bare_main.c calls the library's `<name>_run_int8` on the
 prints the outputs on Bochs's debug port 0xE9. The library's dispatcher asks CPUID and XGETBV
 there itself.
 
+Two emulators: the host's Bochs 2.7 (model tigerlake: AVX-512 VNNI) and Debian 13's Bochs 3.0
+(bochs3.py, model sapphire_rapids: AMX-TILE/AMX-INT8, AVX512_VNNI and AVX-VNNI). boot.S also
+turns on the AMX tile state (XCR0 bits 17, 18) where the CPU has it and makes SYSCALL return 0
+(the dispatcher's Linux permission request for the tile data); CUVIL_ISA_CAP in bare_io.h is
+the program's CUVIL_ISA.
+
 The image boots from an ISO (isolinux + mboot.c32, multiboot). Tools: gcc, objcopy,
 genisoimage, bochs (packages bochs, bochsbios, vgabios, isolinux, syslinux-common,
 genisoimage: scripts/setup.sh installs them). A missing one fails the caller, never skips.
@@ -23,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+import bochs3
 from cuvil_sdk import runtime
 from shared_object import SharedObject
 
@@ -31,6 +38,8 @@ ISOLINUX_BIN = Path("/usr/lib/ISOLINUX/isolinux.bin")
 SYSLINUX_MODULES = Path("/usr/lib/syslinux/modules/bios")
 BOCHS_SHARE = Path("/usr/share/bochs")
 CPU_MODEL = "tigerlake"  # AVX-512 F/CD/BW/DQ/VL + AVX512_VNNI; no AVX-VNNI (VEX), as Ice/Tiger Lake
+# Bochs 3.0 (bochs3.py, Debian 13's): AMX-TILE/AMX-INT8, AVX512_VNNI and AVX-VNNI
+SAPPHIRE_RAPIDS = "sapphire_rapids"
 PROVIDED = ("memcpy", "memmove", "memset", "memcmp", "strcmp", "getenv")  # what bare_main.c defines
 BOCHS_IPS = 100_000_000  # emulated instructions per emulated second (only paces the BIOS timers)
 
@@ -46,8 +55,9 @@ def tool_file(path: Path) -> Path:
     return path
 
 
-def io_header(in_sizes: list[int], out_sizes: list[int], samples: int, run_int8: int, isa: int) -> str:
-    lines = [f"#define CUVIL_SAMPLES {samples}", f"#define CUVIL_IN_SIZES {', '.join(map(str, in_sizes))}",
+def io_header(in_sizes: list[int], out_sizes: list[int], samples: int, run_int8: int, isa: int,
+              isa_cap: str | None = None) -> str:
+    lines = [*([f'#define CUVIL_ISA_CAP "{isa_cap}"'] if isa_cap else []),f"#define CUVIL_SAMPLES {samples}", f"#define CUVIL_IN_SIZES {', '.join(map(str, in_sizes))}",
              f"#define CUVIL_OUT_SIZES {', '.join(map(str, out_sizes))}", f"#define CUVIL_OUT_BYTES {sum(out_sizes)}",
              f"#define CUVIL_SO_RUN_INT8 {run_int8:#x}", f"#define CUVIL_SO_ISA {isa:#x}"]
     return "\n".join(lines) + "\n"
@@ -72,9 +82,9 @@ def link(folder: Path) -> dict[str, int]:
     return {parts[2]: int(parts[0], 16) for parts in (line.split() for line in listing.splitlines()) if len(parts) == 3}
 
 
-def build_image(lib: Path, samples: list[dict[str, np.ndarray]], folder: Path) -> dict:
+def build_image(lib: Path, samples: list[dict[str, np.ndarray]], folder: Path, isa_cap: str | None = None) -> dict:
     """A bootable ISO running the `host` library `lib` (the .so's own bytes, relocated) on
-    `samples` (int8 codes by input name). Linked twice: the first link places the library's
+    `samples` (int8 codes by input name); isa_cap: the program's CUVIL_ISA (none by default). Linked twice: the first link places the library's
     image (zeros of its size) and the C functions it imports, the second carries it relocated
     there (same sizes, so nothing moves: checked)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -82,7 +92,7 @@ def build_image(lib: Path, samples: list[dict[str, np.ndarray]], folder: Path) -
     so = SharedObject(lib)
     sizes = [[int(np.prod(s)) for s in shapes] for shapes in (in_shapes, out_shapes)]
     (folder / "bare_io.h").write_text(io_header(*sizes, len(samples), so.symbol(f"{name}_run_int8"),
-                                                so.symbol(f"{name}_isa")))
+                                                so.symbol(f"{name}_isa"), isa_cap))
     (folder / "inputs.bin").write_bytes(b"".join(s[n].astype(np.int8).tobytes() for s in samples for n in in_names))
     (folder / "so.bin").write_bytes(bytes(so.span))
     placed = link(folder)
@@ -106,11 +116,12 @@ def build_image(lib: Path, samples: list[dict[str, np.ndarray]], folder: Path) -
     return {"iso": iso, "output_names": out_names, "output_shapes": out_shapes, "samples": len(samples)}
 
 
-def bochsrc(iso: Path, log: Path) -> str:
+def bochsrc(iso: Path, log: Path, model: str = CPU_MODEL) -> str:
+    share = bochs3.share() if model == SAPPHIRE_RAPIDS else BOCHS_SHARE
     return "\n".join([
-        "megs: 64", f"cpu: model={CPU_MODEL}, count=1, ips={BOCHS_IPS}",
-        f"romimage: file={tool_file(BOCHS_SHARE / 'BIOS-bochs-latest')}",
-        f"vgaromimage: file={tool_file(BOCHS_SHARE / 'VGABIOS-lgpl-latest')}",
+        "megs: 64", f"cpu: model={model}, count=1, ips={BOCHS_IPS}",
+        f"romimage: file={tool_file(share / 'BIOS-bochs-latest')}",
+        f"vgaromimage: file={tool_file(share / 'VGABIOS-lgpl-latest')}",
         f"ata0-master: type=cdrom, path={iso}, status=inserted", "boot: cdrom",
         "port_e9_hack: enabled=1",  # bare_main.c's output, on Bochs's console
         # Debian's bochs has no 'nogui'; the VNC display waits for no viewer with timeout=0
@@ -118,14 +129,19 @@ def bochsrc(iso: Path, log: Path) -> str:
         "panic: action=fatal", "error: action=report", "info: action=ignore", "clock: sync=none", ""])
 
 
-def run(image: dict, folder: Path, timeout_s: float = 600.0) -> dict:
+def run(image: dict, folder: Path, timeout_s: float = 600.0, model: str = CPU_MODEL) -> dict:
     """Boot the image on Bochs (it ends at the image's write to the shutdown port); the isa line
-    and the int8 outputs per sample, by output name, in their shapes."""
+    and the int8 outputs per sample, by output name, in their shapes. model: the CPU, Bochs 2.7's
+    Tiger Lake (the host's bochs) or SAPPHIRE_RAPIDS (Bochs 3.0, bochs3.py)."""
     rc_file, debugger = folder / "bochsrc", folder / "continue.rc"
-    rc_file.write_text(bochsrc(image["iso"], folder / "bochs.log"))
+    rc_file.write_text(bochsrc(image["iso"], folder / "bochs.log", model))
     debugger.write_text("c\n")  # Debian's bochs has the debugger built in: start by continuing
+    if model == SAPPHIRE_RAPIDS:
+        command, env = bochs3.command(), bochs3.environment()
+    else:
+        command, env = [tool("bochs-bin")], None
     try:
-        proc = subprocess.run([tool("bochs-bin"), "-q", "-f", str(rc_file), "-rc", str(debugger)],
+        proc = subprocess.run([*command, "-q", "-f", str(rc_file), "-rc", str(debugger)], env=env,
                               stdin=subprocess.DEVNULL, capture_output=True, cwd=folder, timeout=timeout_s)
     except subprocess.TimeoutExpired as e:
         raise AssertionError(f"Bochs did not finish in {timeout_s:.0f} s: {(e.stdout or b'')[-400:]!r}") from None

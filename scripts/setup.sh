@@ -41,6 +41,11 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+# Bochs 3.0 (Debian 13's .debs and their libraries, unpacked under ~/.cache/cuvil-sdk/bochs-3.0 by
+# board_tests/bochs3.py with a private apt configuration; the host's Bochs 2.7 stays): its
+# sapphire_rapids CPU runs the host library's amx and avxvnni variants (board_tests/x86_bochs.py).
+.venv/bin/python board_tests/bochs3.py >/dev/null
+
 # The CUDA toolkit here ships nvcc without cuobjdump; NVIDIA's wheel carries it (used to check
 # the sm_87 code embedded in jetson builds). The SDK finds nvcc on PATH or in /usr/local/cuda/bin,
 # and cuobjdump beside nvcc or in that wheel inside .venv (cuvil_sdk/cuda_tools.py).
