@@ -43,7 +43,7 @@ fi
 
 # Bochs 3.0 (Debian 13's .debs and their libraries, unpacked under ~/.cache/cuvil-sdk/bochs-3.0 by
 # board_tests/bochs3.py with a private apt configuration; the host's Bochs 2.7 stays): its
-# sapphire_rapids CPU runs the host library's amx and avxvnni variants (board_tests/x86_bochs.py).
+# sapphire_rapids CPU runs the host library's avxvnni and avx512vnni variants (board_tests/x86_bochs.py).
 .venv/bin/python board_tests/bochs3.py >/dev/null
 
 # The CUDA toolkit here ships nvcc without cuobjdump; NVIDIA's wheel carries it (used to check
