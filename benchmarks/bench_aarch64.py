@@ -26,7 +26,7 @@ benchmarks/models), MobileNetV2-1.0 224 and ResNet-50 as PyTorch exports them
 without it those two are skipped).
 
 Downloads (cached in the work folder; nothing is installed outside it):
-  - from DEBIAN_MIRROR (Debian 12 "bookworm", main, arm64): the package lists (apt-get update) and
+  - from debian_root.DEBIAN_MIRROR (Debian 12 "bookworm", main, arm64): the package lists (apt-get update) and
     the .debs of DEBIAN_PACKAGES with their dependencies (about 16 MB);
   - from PyPI (pip): WHEELS for manylinux_2_28_aarch64 / CPython 3.11 (about 40 MB).
 
@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,6 +47,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import debian_root
 from bench_common import ORT_LABELS, cosine, ort_models
 
 from cuvil_sdk.boards import get_board
@@ -58,9 +59,7 @@ from cuvil_sdk.runners import insn_count
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
-DEBIAN_MIRROR = "http://deb.debian.org/debian"
 DEBIAN_SUITE = "bookworm"
-DEBIAN_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"  # Debian's package debian-archive-keyring
 DEBIAN_PACKAGES = ("python3", "libstdc++6")  # python3.11 and what onnxruntime's library links beyond it
 PYTHON = "usr/bin/python3.11"
 WHEELS = ("onnxruntime==1.32.0", "numpy==2.4.6")
@@ -86,39 +85,13 @@ WORST = 8  # layers listed per model
 
 
 # --- the arm64 root and the wheels ------------------------------------------------------------------
-def apt_command(work: Path) -> list[str]:
-    """apt-get with a private configuration under WORK/apt: arm64 only, its own lists, cache and an
-    empty dpkg status (so every dependency is downloaded)."""
-    apt = work / "apt"
-    for sub in ("etc/sources.list.d", "etc/preferences.d", "state/lists/partial", "cache/archives/partial"):
-        (apt / sub).mkdir(parents=True, exist_ok=True)
-    (apt / "etc/sources.list").write_text(
-        f"deb [arch=arm64 signed-by={DEBIAN_KEYRING}] {DEBIAN_MIRROR} {DEBIAN_SUITE} main\n")
-    (apt / "status").touch()
-    options = {"Dir::Etc::SourceList": apt / "etc/sources.list", "Dir::Etc::SourceParts": apt / "etc/sources.list.d",
-               "Dir::Etc::Preferences": apt / "etc/preferences", "Dir::Etc::PreferencesParts": apt / "etc/preferences.d",
-               "Dir::State": apt / "state", "Dir::State::status": apt / "status", "Dir::Cache": apt / "cache",
-               "APT::Architecture": "arm64", "APT::Architectures::": "arm64", "Debug::NoLocking": "1"}
-    return ["apt-get", *[f"-o{k}={v}" for k, v in options.items()]]
-
-
 def make_root(work: Path) -> Path:
     """WORK/root: the arm64 .debs of DEBIAN_PACKAGES and their dependencies unpacked, and an
     aarch64 /proc/cpuinfo. Made once (WORK/root/.done)."""
     root = work / "root"
     if (root / ".done").is_file():
         return root
-    apt = apt_command(work)
-    print(f"downloading from {DEBIAN_MIRROR} ({DEBIAN_SUITE}, arm64): the package lists, then "
-          f"{', '.join(DEBIAN_PACKAGES)} and their dependencies", file=sys.stderr)
-    subprocess.run([*apt, "-q", "update"], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([*apt, "-q", "-y", "--download-only", "--no-install-recommends", "install", *DEBIAN_PACKAGES],
-                   check=True, stdout=subprocess.DEVNULL)
-    if root.exists():
-        shutil.rmtree(root)
-    root.mkdir(parents=True)
-    for deb in sorted((work / "apt/cache/archives").glob("*.deb")):
-        subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
+    debian_root.unpack(work, root, "arm64", DEBIAN_SUITE, DEBIAN_PACKAGES, "bench_aarch64")
     (root / "proc").mkdir(exist_ok=True)
     (root / "proc/cpuinfo").write_text("".join(CPUINFO_CORE.format(i=i) for i in range(4)))
     (root / ".done").write_text("")

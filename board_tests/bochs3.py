@@ -24,15 +24,14 @@ with the command that makes it.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import debian_root
+
 CACHE = Path(os.environ.get("CUVIL_BOCHS3_DIR", Path.home() / ".cache" / "cuvil-sdk" / "bochs-3.0"))
-DEBIAN_MIRROR = "http://deb.debian.org/debian"
 DEBIAN_SUITE = "trixie"
-DEBIAN_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"  # bookworm's holds trixie's keys
 # bochs-term only satisfies bochs's display dependency (the harness uses the rfb display, in bochs)
 PACKAGES = ("bochs", "bochsbios", "vgabios", "bochs-term")
 VERSION_PREFIX = "3.0"
@@ -41,42 +40,14 @@ PLUGINS = "usr/lib/x86_64-linux-gnu/bochs/plugins"
 SHARE = "usr/share/bochs"
 
 
-def apt_command(work: Path) -> list[str]:
-    """apt-get with a private configuration under WORK/apt (amd64, trixie main, empty status)."""
-    apt = work / "apt"
-    for sub in ("etc/sources.list.d", "etc/preferences.d", "state/lists/partial", "cache/archives/partial"):
-        (apt / sub).mkdir(parents=True, exist_ok=True)
-    (apt / "etc/sources.list").write_text(
-        f"deb [arch=amd64 signed-by={DEBIAN_KEYRING}] {DEBIAN_MIRROR} {DEBIAN_SUITE} main\n")
-    (apt / "status").touch()
-    options = {"Dir::Etc::SourceList": apt / "etc/sources.list", "Dir::Etc::SourceParts": apt / "etc/sources.list.d",
-               "Dir::Etc::Preferences": apt / "etc/preferences", "Dir::Etc::PreferencesParts": apt / "etc/preferences.d",
-               "Dir::State": apt / "state", "Dir::State::status": apt / "status", "Dir::Cache": apt / "cache",
-               "APT::Architecture": "amd64", "APT::Architectures::": "amd64", "Debug::NoLocking": "1"}
-    if os.geteuid() == 0:  # the private folders are root's: apt's _apt user could not write them
-        options["APT::Sandbox::User"] = "root"
-    return ["apt-get", *[f"-o{k}={v}" for k, v in options.items()]]
-
-
 def prepare(cache: Path = CACHE) -> Path:
     """CACHE/root: trixie's bochs and its dependencies unpacked (made once: CACHE/root/.done)."""
     root = cache / "root"
     if (root / ".done").is_file():
         return root
-    apt = apt_command(cache)
-    print(f"bochs3: downloading {', '.join(PACKAGES)} and their dependencies from {DEBIAN_MIRROR} "
-          f"({DEBIAN_SUITE}, amd64) into {cache}", file=sys.stderr)
-    subprocess.run([*apt, "-q", "update"], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([*apt, "-q", "-y", "--download-only", "--no-install-recommends", "install", *PACKAGES],
-                   check=True, stdout=subprocess.DEVNULL)
-    debs = sorted((cache / "apt/cache/archives").glob("*.deb"))
+    debs = debian_root.unpack(cache, root, "amd64", DEBIAN_SUITE, PACKAGES, "bochs3")
     bochs = [d for d in debs if d.name.startswith("bochs_")]
     assert len(bochs) == 1 and bochs[0].name.startswith(f"bochs_{VERSION_PREFIX}"), bochs
-    if root.exists():
-        shutil.rmtree(root)
-    root.mkdir(parents=True)
-    for deb in debs:
-        subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
     for deb in debs:  # the archives are not needed once unpacked
         deb.unlink()
     (root / ".done").write_text(bochs[0].name + "\n")
