@@ -103,6 +103,12 @@ def add_multipliers(ra: float, rb: float) -> tuple[int, int, int]:
     return round(ra * (1 << shift)), round(rb * (1 << shift)), shift
 
 
+def add_offset(za: int, zb: int, ma: int, mb: int, shift: int) -> int:
+    """c0 = 2^(S-1) - za * Ma - zb * Mb modulo 2^32, in [0, 2^32): with it the SIMD kernels reach
+    the rule's int32 sum from the raw operands in wrapping arithmetic, a * Ma + b * Mb + c0."""
+    return ((1 << (shift - 1)) - za * ma - zb * mb) & 0xFFFFFFFF
+
+
 def add_rule(a: np.ndarray, b: np.ndarray, za: int, zb: int, ma: int, mb: int, shift: int) -> np.ndarray:
     acc = (a.astype(np.int32) - za) * np.int32(ma) + (b.astype(np.int32) - zb) * np.int32(mb)
     return (acc + np.int32(1 << (shift - 1))) >> np.int32(shift)

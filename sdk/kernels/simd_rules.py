@@ -3,6 +3,7 @@ only by vector width and kernel name (the kernels are named <portable stem>_<set
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -43,14 +44,19 @@ def merged_axes(dims: list[int], sa: list[int], sb: list[int]) -> tuple[list[int
     return [x[0] for x in axes], [x[1] for x in axes], [x[2] for x in axes]
 
 
+def broadcast_loop(a: dict[str, Any]) -> dict[str, int]:
+    """A broadcasting call's loop arguments d0-d3, sa0-sa3, sb0-sb3 with its axes merged
+    (merged_axes)."""
+    d, sa, sb = merged_axes([a[f"d{i}"] for i in range(4)], [a[f"sa{i}"] for i in range(4)],
+                            [a[f"sb{i}"] for i in range(4)])
+    return {**{f"d{i}": d[i] for i in range(4)}, **{f"sa{i}": sa[i] for i in range(4)},
+            **{f"sb{i}": sb[i] for i in range(4)}}
+
+
 def binary_s8(kernel_set: str, op: str, c: KernelCall, node, g, options) -> Answer:
     """int8 Add / Mul with broadcasting: the same 4-D loop as the portable kernel, axes merged."""
     a = c.args
-    d, sa, sb = merged_axes([a[f"d{i}"] for i in range(4)], [a[f"sa{i}"] for i in range(4)],
-                            [a[f"sb{i}"] for i in range(4)])
-    loop = {**{f"d{i}": d[i] for i in range(4)}, **{f"sa{i}": sa[i] for i in range(4)},
-            **{f"sb{i}": sb[i] for i in range(4)}}
-    return kernel(kernel_set, f"{op}_s8_{kernel_set}")(**{**a, **loop})
+    return kernel(kernel_set, f"{op}_s8_{kernel_set}")(**{**a, **broadcast_loop(a)})
 
 
 # The float variants the SIMD sets take: (numpy dtype, C type) of their tensors and main weights.

@@ -38,6 +38,7 @@ from .. import int4
 from ..contract import Declined, KernelCall, Weight, kernel
 from ..int4 import unpacked
 from ..kernel_sets import Answer, KernelSet, register_kernel_set
+from ..requant import add_offset
 from ..simd_layout import STRIDED_SOFTMAX, MAXPOOL_ARGS, merged_dims, pick, pool_call, row_softmax_args
 from ..simd_rules import argmax_rule
 
@@ -575,11 +576,6 @@ def avgpool_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     return pool_call(c, kernel(SET, "avgpool_s8_dsp"))
 
 
-def wrap32(value: int) -> int:
-    """value modulo 2^32 as the uint32_t the C kernel takes."""
-    return value & 0xFFFFFFFF
-
-
 def add_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Every int8 add, broadcasting included: c0 = 2^(shift-1) - za*ma - zb*mb folded modulo
     2^32 (add_s8's int32 sum is reached exactly in wrapping arithmetic), zy added after the shift."""
@@ -587,10 +583,9 @@ def add_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     dims, sa, sb = merged_dims([a[f"d{i}"] for i in range(4)], [a[f"sa{i}"] for i in range(4)],
                                [a[f"sb{i}"] for i in range(4)])
     za, zb, ma, mb, shift = (int(a[k]) for k in ("za", "zb", "ma", "mb", "shift"))
-    c0 = (1 << (shift - 1)) - za * ma - zb * mb
     geometry = {**{f"d{i}": d for i, d in enumerate(dims)}, **{f"sa{i}": s for i, s in enumerate(sa)},
                 **{f"sb{i}": s for i, s in enumerate(sb)}}
-    call = kernel(SET, "add_s8_dsp")(**pick(a, "a b out ma mb shift zy"), **geometry, c0=wrap32(c0),
+    call = kernel(SET, "add_s8_dsp")(**pick(a, "a b out ma mb shift zy"), **geometry, c0=add_offset(za, zb, ma, mb, shift),
                                      lo4=bytes4(int(a["lo"])), hi4=bytes4(int(a["hi"])))
     # the word loop (SMLAW, 4 outputs per 35 instructions) takes runs where both operands are
     # contiguous; a broadcast operand in the innermost run leaves it to the C loop

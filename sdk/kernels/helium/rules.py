@@ -33,6 +33,7 @@ import numpy as np
 from ...ir import Graph, Node
 from ..contract import Declined, KernelCall, Weight, kernel
 from ..kernel_sets import Answer, KernelSet, register_kernel_set
+from ..requant import add_offset
 from ..simd_layout import STRIDED_SOFTMAX, MAXPOOL_ARGS, merged_dims, pick, pool_call, row_softmax_args
 
 SET = "helium"
@@ -220,10 +221,9 @@ def add_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     dims, sa, sb = merged_dims([a[f"d{i}"] for i in range(4)], [a[f"sa{i}"] for i in range(4)],
                                [a[f"sb{i}"] for i in range(4)])
     za, zb, ma, mb, shift = (int(a[k]) for k in ("za", "zb", "ma", "mb", "shift"))
-    c0 = ((1 << (shift - 1)) - za * ma - zb * mb) & 0xFFFFFFFF
     geometry = {**{f"d{i}": d for i, d in enumerate(dims)}, **{f"sa{i}": s for i, s in enumerate(sa)},
                 **{f"sb{i}": s for i, s in enumerate(sb)}}
-    call = kernel(SET, "add_s8_mve")(**pick(a, "a b out ma mb shift zy lo hi"), **geometry, c0=c0)
+    call = kernel(SET, "add_s8_mve")(**pick(a, "a b out ma mb shift zy lo hi"), **geometry, c0=add_offset(za, zb, ma, mb, shift))
     call.variant = "contiguous" if sa[3] == sb[3] == 1 else "strided"
     return call
 

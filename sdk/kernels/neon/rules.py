@@ -22,7 +22,8 @@ from ..kernel_sets import Answer, KernelSet, register_kernel_set
 from ..simd_layout import (INT32_LIMIT, PANEL_BYTES, PANEL_MAX_BYTES, acc_bounds, band_rows, channel_blocks,
                            channel_tile, conv_panels, conv_tap_rows, dense_conv_weights, fc_panels, int8_constants, padded, panel_band, pick,
                            requant_table_neon, threads_for, zero_point_bias)
-from ..simd_rules import (CONV_GEOMETRY, PANEL_TOO_WIDE, int4_rules, half_rules, merged_axes, panel_elements,
+from ..requant import add_offset
+from ..simd_rules import (CONV_GEOMETRY, PANEL_TOO_WIDE, broadcast_loop, int4_rules, half_rules, panel_elements,
                           shared_rules)
 
 FC_K_MAX = PANEL_MAX_BYTES  # fc: the most inputs copied to the stack
@@ -53,6 +54,15 @@ def rq32_args(mult: np.ndarray, shift: np.ndarray, count: int, wide: int) -> dic
     return dict(rs=Weight("rs", padded(rs.astype(np.int32), count), "int32_t"), rq32=int(ok))
 
 
+def requant_variant_args(w: np.ndarray, bias: np.ndarray, mult: np.ndarray, shift: np.ndarray,
+                         count: int) -> tuple[dict, str]:
+    """A convolution's requantization arguments (requant_args and rq32_args) and the variant
+    they make: rq32, wide (64-bit accumulators) or rq64."""
+    rq = requant_args(w, bias, mult, shift, count)
+    rq32 = rq32_args(mult, shift, count, rq["wide"])
+    return {**rq, **rq32}, "rq32" if rq32["rq32"] else ("wide" if rq["wide"] else "rq64")
+
+
 def conv_s8(c: KernelCall, node, g, options) -> Answer:
     a = c.args
     constants = int8_constants(a)
@@ -75,15 +85,14 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
     if band == 0:
         return Declined(PANEL_TOO_WIDE)
     macs = a["n"] * a["oh"] * a["ow"] * oc * kh * kw * ch
-    rq = requant_args(w, bias, mult, shift, ocp)
-    rq32 = rq32_args(mult, shift, ocp, rq["wide"])
+    rq, variant = requant_variant_args(w, bias, mult, shift, ocp)
     call = kernel(SET, "conv2d_s8_neon")(
         **{**pick(a, "in out oc zx zy lo hi " + CONV_GEOMETRY), "kh": kh, "kw": kw},
         w=Weight("w8", packed.astype(np.int8), "int8_t"),
-        bias=Weight("bias_zx", padded(bias_zx, ocp), "int32_t"), **rq, **rq32,
+        bias=Weight("bias_zx", padded(bias_zx, ocp), "int32_t"), **rq,
         kq=kr // 4, band=band, threads=threads_for(options, macs)).with_stack(
         panel=panel_elements(band, a["sh"], kh, rowlen))
-    call.variant = "rq32" if rq32["rq32"] else ("wide" if rq["wide"] else "rq64")
+    call.variant = variant
     return call
 
 
@@ -132,16 +141,15 @@ def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
     ct, band = depthwise_tile(oc, a["c"], a["oh"], a["sh"], span, cols)
     if band == 0:
         return Declined(PANEL_TOO_WIDE)
-    rq = requant_args(w, bias, mult, shift, ocp)
-    rq32 = rq32_args(mult, shift, ocp, rq["wide"])
+    rq, variant = requant_variant_args(w, bias, mult, shift, ocp)
     call = kernel(SET, "dwconv2d_s8_neon")(
         **pick(a, "in out oc zx zy lo hi dh dw " + CONV_GEOMETRY), dm=oc // a["c"], ct=ct,
         w=Weight("w16", packed.reshape(-1).astype(np.int16), "int16_t"),
         bias=Weight("bias_zx", padded(wrap32(zero_point_bias(bias, w, a["zx"])), ocp), "int32_t"),
-        **rq, **rq32, band=band,
+        **rq, band=band,
         threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * taps, depthwise=True)).with_stack(
         panel=panel_elements(band, a["sh"], span, cols * ct), taps=taps)
-    call.variant = "rq32" if rq32["rq32"] else ("wide" if rq["wide"] else "rq64")
+    call.variant = variant
     return call
 
 
@@ -177,16 +185,13 @@ def add_s8(c: KernelCall, node, g, options) -> Answer:
         return Declined(f"add multipliers outside [0, 2^{15 + ADD_SPLIT}) (int16 lanes of mult >> {ADD_SPLIT})")
     if not 1 <= shift <= 31:
         return Declined("an add shift outside [1, 31]")
-    d, sa, sb = merged_axes([a[f"d{i}"] for i in range(4)], [a[f"sa{i}"] for i in range(4)],
-                            [a[f"sb{i}"] for i in range(4)])
-    loop = {**{f"d{i}": d[i] for i in range(4)}, **{f"sa{i}": sa[i] for i in range(4)},
-            **{f"sb{i}": sb[i] for i in range(4)}}
-    c0 = (1 << (shift - 1)) - int(a["za"]) * ma - int(a["zb"]) * mb
+    loop = broadcast_loop(a)
+    c0 = add_offset(int(a["za"]), int(a["zb"]), ma, mb, shift)
     low = (1 << ADD_SPLIT) - 1
     call = kernel(SET, "add_s8_neon")(
         **pick(a, "a b out ma mb shift zy lo hi"), **loop, mah=ma >> ADD_SPLIT, mal=ma & low, mbh=mb >> ADD_SPLIT,
-        mbl=mb & low, c0=int(wrap32(np.array([c0]))[0]))
-    call.variant = "contiguous" if sa[3] == sb[3] == 1 else "broadcast"
+        mbl=mb & low, c0=int(wrap32(np.array([c0]))[0]))  # as the int32_t it is in C
+    call.variant = "contiguous" if loop["sa3"] == loop["sb3"] == 1 else "broadcast"
     return call
 
 
