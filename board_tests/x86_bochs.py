@@ -13,9 +13,10 @@ there itself.
 
 Two emulators: the host's Bochs 2.7 (model tigerlake: AVX-512 VNNI) and Debian 13's Bochs 3.0
 (bochs3.py, model sapphire_rapids: AMX-TILE/AMX-INT8, AVX512_VNNI and AVX-VNNI). boot.S also
-turns on the AMX tile state (XCR0 bits 17, 18) where the CPU has it and makes SYSCALL return 0
-(the dispatcher's Linux permission request for the tile data); CUVIL_ISA_CAP in bare_io.h is
-the program's CUVIL_ISA.
+turns on the AMX tile state (XCR0 bits 17, 18) where the CPU has it and makes SYSCALL return 0,
+for an AMX variant's Linux permission request for the tile data (no AMX variant has landed: Bochs
+3.0's signed AMX-INT8 dot products are wrong, bochs3.py); CUVIL_ISA_CAP in bare_io.h is the
+program's CUVIL_ISA.
 
 The image boots from an ISO (isolinux + mboot.c32, multiboot). Tools: gcc, objcopy,
 genisoimage, bochs (packages bochs, bochsbios, vgabios, isolinux, syslinux-common,
@@ -57,7 +58,8 @@ def tool_file(path: Path) -> Path:
 
 def io_header(in_sizes: list[int], out_sizes: list[int], samples: int, run_int8: int, isa: int,
               isa_cap: str | None = None) -> str:
-    lines = [*([f'#define CUVIL_ISA_CAP "{isa_cap}"'] if isa_cap else []),f"#define CUVIL_SAMPLES {samples}", f"#define CUVIL_IN_SIZES {', '.join(map(str, in_sizes))}",
+    lines = [*([f'#define CUVIL_ISA_CAP "{isa_cap}"'] if isa_cap else []), f"#define CUVIL_SAMPLES {samples}",
+             f"#define CUVIL_IN_SIZES {', '.join(map(str, in_sizes))}",
              f"#define CUVIL_OUT_SIZES {', '.join(map(str, out_sizes))}", f"#define CUVIL_OUT_BYTES {sum(out_sizes)}",
              f"#define CUVIL_SO_RUN_INT8 {run_int8:#x}", f"#define CUVIL_SO_ISA {isa:#x}"]
     return "\n".join(lines) + "\n"
@@ -84,9 +86,10 @@ def link(folder: Path) -> dict[str, int]:
 
 def build_image(lib: Path, samples: list[dict[str, np.ndarray]], folder: Path, isa_cap: str | None = None) -> dict:
     """A bootable ISO running the `host` library `lib` (the .so's own bytes, relocated) on
-    `samples` (int8 codes by input name); isa_cap: the program's CUVIL_ISA (none by default). Linked twice: the first link places the library's
-    image (zeros of its size) and the C functions it imports, the second carries it relocated
-    there (same sizes, so nothing moves: checked)."""
+    `samples` (int8 codes by input name); isa_cap: the program's CUVIL_ISA (none by default).
+    Linked twice: the first link places the library's image (zeros of its size) and the C
+    functions it imports, the second carries it relocated there (same sizes, so nothing moves:
+    checked)."""
     folder.mkdir(parents=True, exist_ok=True)
     name, in_names, in_shapes, out_names, out_shapes = tensor_layout(lib)
     so = SharedObject(lib)
@@ -116,8 +119,15 @@ def build_image(lib: Path, samples: list[dict[str, np.ndarray]], folder: Path, i
     return {"iso": iso, "output_names": out_names, "output_shapes": out_shapes, "samples": len(samples)}
 
 
-def bochsrc(iso: Path, log: Path, model: str = CPU_MODEL) -> str:
-    share = bochs3.share() if model == SAPPHIRE_RAPIDS else BOCHS_SHARE
+def emulator(model: str) -> tuple[list[str], dict[str, str] | None, Path]:
+    """The Bochs that emulates `model`: its command, environment (None: this process's) and BIOS
+    folder. SAPPHIRE_RAPIDS is Bochs 3.0's (bochs3.py); the others the host's Bochs 2.7."""
+    if model == SAPPHIRE_RAPIDS:
+        return bochs3.command(), bochs3.environment(), bochs3.share()
+    return [tool("bochs-bin")], None, BOCHS_SHARE
+
+
+def bochsrc(iso: Path, log: Path, model: str, share: Path) -> str:
     return "\n".join([
         "megs: 64", f"cpu: model={model}, count=1, ips={BOCHS_IPS}",
         f"romimage: file={tool_file(share / 'BIOS-bochs-latest')}",
@@ -134,12 +144,9 @@ def run(image: dict, folder: Path, timeout_s: float = 600.0, model: str = CPU_MO
     and the int8 outputs per sample, by output name, in their shapes. model: the CPU, Bochs 2.7's
     Tiger Lake (the host's bochs) or SAPPHIRE_RAPIDS (Bochs 3.0, bochs3.py)."""
     rc_file, debugger = folder / "bochsrc", folder / "continue.rc"
-    rc_file.write_text(bochsrc(image["iso"], folder / "bochs.log", model))
+    command, env, share = emulator(model)
+    rc_file.write_text(bochsrc(image["iso"], folder / "bochs.log", model, share))
     debugger.write_text("c\n")  # Debian's bochs has the debugger built in: start by continuing
-    if model == SAPPHIRE_RAPIDS:
-        command, env = bochs3.command(), bochs3.environment()
-    else:
-        command, env = [tool("bochs-bin")], None
     try:
         proc = subprocess.run([*command, "-q", "-f", str(rc_file), "-rc", str(debugger)], env=env,
                               stdin=subprocess.DEVNULL, capture_output=True, cwd=folder, timeout=timeout_s)
