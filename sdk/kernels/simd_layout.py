@@ -265,17 +265,3 @@ def row_softmax_args(c) -> dict | None:
 STRIDED_SOFTMAX = "softmax over an axis that is not the innermost (strided rows)"
 
 
-def merged_dims(dims: list[int], sa: list[int], sb: list[int]) -> tuple[list[int], list[int], list[int]]:
-    """The broadcast geometry with size-1 axes dropped and adjacent axes merged where both
-    operands step through them as one (s[i] == s[i+1] * d[i+1]), left-padded to 4 axes: the
-    innermost run becomes as long as possible (a whole tensor for a same-shape add, a row of
-    channels for per-channel broadcasting)."""
-    axes = [(d, int(a), int(b)) for d, a, b in zip(dims, sa, sb) if d > 1]
-    merged: list[tuple[int, int, int]] = []
-    for d, a, b in axes:
-        if merged and merged[-1][1] == a * d and merged[-1][2] == b * d:
-            merged[-1] = (merged[-1][0] * d, a, b)
-        else:
-            merged.append((d, a, b))
-    merged = [(1, 0, 0)] * (4 - len(merged)) + merged
-    return [m[0] for m in merged], [m[1] for m in merged], [m[2] for m in merged]

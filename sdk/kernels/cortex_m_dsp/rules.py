@@ -39,8 +39,8 @@ from ..contract import Declined, KernelCall, Weight, kernel
 from ..int4 import unpacked
 from ..kernel_sets import Answer, KernelSet, register_kernel_set
 from ..requant import add_offset
-from ..simd_layout import STRIDED_SOFTMAX, MAXPOOL_ARGS, merged_dims, pick, pool_call, row_softmax_args
-from ..simd_rules import argmax_rule
+from ..simd_layout import STRIDED_SOFTMAX, MAXPOOL_ARGS, pick, pool_call, row_softmax_args
+from ..simd_rules import argmax_rule, broadcast_loop
 
 COL_WORDS = 1152  # CUVIL_DSP_COL_WORDS (conv2d_s8_dsp.h.j2): the tile's columns, px * K' <= 2 * COL_WORDS values
 FC_WORDS = 1024  # CUVIL_DSP_FC_WORDS (fc_s8_dsp.h.j2): the FC's input column, K' <= 2 * FC_WORDS values
@@ -580,16 +580,13 @@ def add_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     """Every int8 add, broadcasting included: c0 = 2^(shift-1) - za*ma - zb*mb folded modulo
     2^32 (add_s8's int32 sum is reached exactly in wrapping arithmetic), zy added after the shift."""
     a = c.args
-    dims, sa, sb = merged_dims([a[f"d{i}"] for i in range(4)], [a[f"sa{i}"] for i in range(4)],
-                               [a[f"sb{i}"] for i in range(4)])
+    geometry = broadcast_loop(a)
     za, zb, ma, mb, shift = (int(a[k]) for k in ("za", "zb", "ma", "mb", "shift"))
-    geometry = {**{f"d{i}": d for i, d in enumerate(dims)}, **{f"sa{i}": s for i, s in enumerate(sa)},
-                **{f"sb{i}": s for i, s in enumerate(sb)}}
     call = kernel(SET, "add_s8_dsp")(**pick(a, "a b out ma mb shift zy"), **geometry, c0=add_offset(za, zb, ma, mb, shift),
                                      lo4=bytes4(int(a["lo"])), hi4=bytes4(int(a["hi"])))
     # the word loop (SMLAW, 4 outputs per 35 instructions) takes runs where both operands are
     # contiguous; a broadcast operand in the innermost run leaves it to the C loop
-    call.variant = "words" if sa[3] == sb[3] == 1 and dims[3] >= 4 and shift >= 2 else "scalar"
+    call.variant = "words" if geometry["sa3"] == geometry["sb3"] == 1 and geometry["d3"] >= 4 and shift >= 2 else "scalar"
     return call
 
 

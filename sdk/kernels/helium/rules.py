@@ -34,7 +34,8 @@ from ...ir import Graph, Node
 from ..contract import Declined, KernelCall, Weight, kernel
 from ..kernel_sets import Answer, KernelSet, register_kernel_set
 from ..requant import add_offset
-from ..simd_layout import STRIDED_SOFTMAX, MAXPOOL_ARGS, merged_dims, pick, pool_call, row_softmax_args
+from ..simd_layout import STRIDED_SOFTMAX, MAXPOOL_ARGS, pick, pool_call, row_softmax_args
+from ..simd_rules import broadcast_loop
 
 SET = "helium"
 CHUNK = 16  # int8 lanes of one MVE vector: K' is a multiple of it
@@ -218,13 +219,10 @@ def add_rule(c: KernelCall, node: Node, g: Graph, options) -> Answer:
     with c0 = 2^(shift-1) - za * ma - zb * mb modulo 2^32 (the add rule's int32 sum, reached
     exactly in wrapping arithmetic); operands are read contiguously, broadcast or gathered."""
     a = c.args
-    dims, sa, sb = merged_dims([a[f"d{i}"] for i in range(4)], [a[f"sa{i}"] for i in range(4)],
-                               [a[f"sb{i}"] for i in range(4)])
+    geometry = broadcast_loop(a)
     za, zb, ma, mb, shift = (int(a[k]) for k in ("za", "zb", "ma", "mb", "shift"))
-    geometry = {**{f"d{i}": d for i, d in enumerate(dims)}, **{f"sa{i}": s for i, s in enumerate(sa)},
-                **{f"sb{i}": s for i, s in enumerate(sb)}}
     call = kernel(SET, "add_s8_mve")(**pick(a, "a b out ma mb shift zy lo hi"), **geometry, c0=add_offset(za, zb, ma, mb, shift))
-    call.variant = "contiguous" if sa[3] == sb[3] == 1 else "strided"
+    call.variant = "contiguous" if geometry["sa3"] == geometry["sb3"] == 1 else "strided"
     return call
 
 
