@@ -59,14 +59,54 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
     if band == 0:
         return Declined(PANEL_TOO_WIDE)
     macs = a["n"] * a["oh"] * a["ow"] * oc * kh * kw * a["c"]
-    return kernel(SET, "conv2d_s8_avx2")(
+    amx = amx_layout(a, oc, kh, kr, band, rowlen, options)
+    call = kernel(SET, "conv2d_s8amx_avx2" if isinstance(amx, dict) else "conv2d_s8_avx2")(
         **{**pick(a, "in out oc zx lo hi " + CONV_GEOMETRY), "kh": kh, "kw": kw},
         w=Weight("w", packed.astype(np.int8), "int8_t"),
         bias=Weight("bias", padded(bias.astype(np.int32), ocp), "int32_t"),
         bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, rows.reshape(oc, -1), a["zx"]), ocp), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], lanes_for(oc, ocp), mode == 1), "int64_t"),
         kr=kr, band=band, fast=mode, threads=threads_for(options, macs)).with_stack(
-        panel=panel_elements(band, a["sh"], kh, rowlen))  # int16 (avx2) or uint8 (VNNI) elements
+        panel=panel_elements(band, a["sh"], kh, rowlen),  # int16 (avx2) or uint8 (VNNI) elements
+        **(amx if isinstance(amx, dict) else {}))
+    call.variant = "amx" if isinstance(amx, dict) else f"no amx: {amx}"
+    return call
+
+
+# The AMX-INT8 tile variant (conv2d_s8amx_avx2: conv2d_s8_avx2.h.j2 with amx): where a layer is
+# large enough that 16-pixel x 16-channel tiles of 64-byte quads are mostly full. Every layer it
+# declines is named (the call's variant, in the build's layer rows) with the reason.
+AMX_MIN_CHANNELS = 32  # two 16-channel B tiles
+AMX_MIN_ROW_PIXELS = 8  # an A tile holds pixels of one output row: under 8, more than half empty
+AMX_MIN_FILL = 0.5  # the share of a kernel row's 64-byte tile slabs that are taps, not padding
+AMX_BTILE_MAX = 64 * 1024  # one block's repacked B tiles on the stack
+# tdpbuud sums x' * u, each at most 255 * 255 (x' = x + 128, u = w + 128: the template says why
+# unsigned): over at most this many taps per pixel every partial sum stays below 2^31. AMX_BTILE_MAX
+# keeps kh * kr <= 4096 today; this bound holds the int32 argument should that budget grow.
+AMX_MAX_TAPS = (2**31 - 1) // (255 * 255)
+
+
+def amx_layout(a: dict, oc: int, kh: int, kr: int, band: int, rowlen: int, options) -> dict[str, int] | str:
+    """The amx variant's stack arrays (its panel with the slack a segment's 16 rows read past the
+    band, a block's B tiles, the band's per-pixel sums of x + 128), or why the layer stays on
+    avx512vnni at the amx level."""
+    slabs = -(-kr // 64)
+    if oc < AMX_MIN_CHANNELS:
+        return f"{oc} output channels (fewer than {AMX_MIN_CHANNELS})"
+    if a["ow"] < AMX_MIN_ROW_PIXELS:
+        return f"output rows of {a['ow']} pixels (fewer than {AMX_MIN_ROW_PIXELS})"
+    if kr < AMX_MIN_FILL * slabs * 64:
+        return f"{kr} taps per kernel row fill under {AMX_MIN_FILL:.0%} of {slabs} x 64-byte tile rows"
+    if kh * kr > AMX_MAX_TAPS:
+        return f"{kh * kr} taps per pixel (more than {AMX_MAX_TAPS}: tdpbuud's int32 sums)"
+    btiles = kh * slabs * 16 * 64
+    if btiles > AMX_BTILE_MAX:
+        return f"B tiles of {btiles} bytes per block (more than {AMX_BTILE_MAX})"
+    panel = panel_elements(band, a["sh"], kh, rowlen) + 15 * a["sw"] * a["c"] + slabs * 64
+    rsum = band * a["ow"]  # int32 each
+    if panel + 4 * rsum > PANEL_MAX_BYTES:
+        return f"a panel and input sums of {panel + 4 * rsum} bytes (more than {PANEL_MAX_BYTES})"
+    return {"panel_amx": panel, "btiles": btiles, "rsum": rsum}
 
 
 def vnni_bias(bias: np.ndarray, w: np.ndarray, zx: int) -> np.ndarray:
