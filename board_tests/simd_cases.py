@@ -330,6 +330,13 @@ def simd_gemm_rows4(b, x):
     return b.gemm(b.reshape(x[0], [4, 33]), 33, 40)
 
 
+@case("fc", (1, 20, 150))
+def simd_amx_gemm_rows20_k150_n52(b, x):
+    """20 rows (x86 amx: a full 16-row tile and 4), k 150 (quads to 152: three 64-byte slabs, the
+    last 24), 52 outputs (a group of 32, then 20: a 16-output half and an 8 block holding 4)"""
+    return b.gemm(b.reshape(x[0], [20, 150]), 150, 52)
+
+
 @case("fc", (1, 24), ranges=((-0.1, 0.1),))
 def simd_qdq_gemm_shift31(b, x):
     w = b.qconst(b.rng.integers(-2, 3, (11, 24)), p2(6))
@@ -489,8 +496,10 @@ def make_net(name: str, ids: list[str]) -> kc.Net:
 
 # the cases whose layer the avx2 set gives its AMX-INT8 tile twin, conv2d_s8amx_avx2 (avx2
 # rules.amx_layout: 32 or more output channels, rows of 8 or more pixels, taps filling half the
-# 64-byte slabs); their int4 twins too where built with int8 weights, else on conv2d_s8w4_avx2
-AMX_IDS = ("simd_conv_c19_oc40", "simd_amx_conv_s2_oc40", "simd_amx_qdq_conv_1x1_zp")
+# 64-byte slabs) or fc_s8amx_avx2 (rules.fc_amx_layout: 8 or more rows); their int4 twins too
+# where built with int8 weights, else on the s8w4 kernels
+AMX_IDS = ("simd_conv_c19_oc40", "simd_amx_conv_s2_oc40", "simd_amx_qdq_conv_1x1_zp",
+           "simd_amx_gemm_rows20_k150_n52")
 
 
 def expected_kernel(cid: str, kernel_set: str, int4: bool) -> str:
@@ -501,7 +510,7 @@ def expected_kernel(cid: str, kernel_set: str, int4: bool) -> str:
     family = EXPECT[cid]
     four = int4 and kc.W4_MARK in cid
     if kernel_set == "avx2" and not four and cid.replace("simd_" + kc.W4_MARK, "simd_", 1) in AMX_IDS:
-        return "conv2d_s8amx_avx2"
+        return f"{family}_s8amx_avx2"
     if kernel_set == "portable":
         base = {"dwconv2d": "conv2d", "fc": "fc"}.get(family, family)
         return f"{base}_{'s8w4' if four and base in ('conv2d', 'fc') else 's8'}"

@@ -9,9 +9,9 @@ the dispatcher that picks one at the first call (sdk/templates/common/x86_dispat
   relocated into a bare-metal program, its dispatcher asking CPUID/XGETBV there) and picks
   avx512vnni: the grid bit-exact against the reference, ResNet-8 identical to this CPU's run.
 - Bochs 3.0's Sapphire Rapids (AMX-TILE/AMX-INT8, AVX-VNNI) runs the grid at the avxvnni,
-  avx512vnni and amx levels; at amx the large convolutions (the build's layer rows say which,
-  and why the others decline) run their AMX tile kernel (tdpbuud), bit-exact, and ResNet-8 is
-  identical to this CPU's run.
+  avx512vnni and amx levels; at amx the large convolutions and the fc layers of 8 or more rows
+  (the build's layer rows say which, and why the others decline) run their AMX tile kernels
+  (tdpbuud), bit-exact, and ResNet-8 is identical to this CPU's run.
 - The avxvnni variant also runs here with vpdpbusd emulated by AVX2
   (fixtures/vnni_emulate/cuvil_vnni_emulate.h), on any AVX2 CPU.
 - objdump: the variants' functions hold vpdpbusd (VEX on ymm; EVEX, on zmm for conv and fc),
@@ -60,7 +60,8 @@ CPU_FLAGS = {"amx": AVX512VNNI_FLAGS | {"amx_tile", "amx_int8"}, "avx512vnni": A
 GRID_IDS = ["simd_conv_c19_oc40", "simd_conv_1x1_oc17", "simd_conv_odd_row_taps", "simd_conv_dscnn_stem",
             "simd_conv_bands", "simd_conv_grouped4", "simd_qdq_conv_shift31", "simd_qdq_conv_shift62_wide",
             "simd_amx_conv_s2_oc40", "simd_amx_qdq_conv_1x1_zp",
-            "simd_gemm_k301_n70", "simd_gemm_k8_n5", "simd_gemm_rows4", "simd_qdq_gemm_shift62_wide",
+            "simd_gemm_k301_n70", "simd_gemm_k8_n5", "simd_amx_gemm_rows20_k150_n52",
+            "simd_gemm_rows4", "simd_qdq_gemm_shift62_wide",
             "simd_qdq_gemm_mult_near_2_31", "simd_dw_c40", "simd_dw_5x5_s2", "simd_dw_2x2_asym", "simd_dw_bands",
             "simd_dw_mult2_s2", "simd_dw_dilated", "simd_qdq_dw_shift62_wide",
             # int4 weights (the grid is built with int4=True): the variants' quads built from nibbles
@@ -140,7 +141,7 @@ def test_grid_layers_run_the_x86_kernels(grid):
     chosen = sc.main_layer_kernels(grid["info"], grid["net"])
     for cid in GRID_IDS:
         assert chosen[cid] == sc.expected_kernel(cid, "avx2", int4=True), f"{cid}: {chosen[cid]}"
-    assert [cid for cid in GRID_IDS if chosen[cid] == "conv2d_s8amx_avx2"] == list(sc.AMX_IDS)
+    assert [cid for cid in GRID_IDS if "_s8amx_" in chosen[cid]] == list(sc.AMX_IDS)
 
 
 def conv_weight_shapes(model: Path) -> dict[str, list[int]]:
@@ -191,14 +192,18 @@ def test_host_build_names_the_amx_layers_and_why_the_others_decline(resnet8):
 
 
 def test_grid_names_why_layers_decline_amx(grid):
-    """The grid's declines: too few output channels, short rows, int4 weights (the amx kernel reads
-    int8 ones; the int4 twin of an amx case)."""
-    by_case = {cid: [r for r in grid["info"]["layers"] if r["name"].startswith(f"{cid}_") and r["op"] == "Conv"]
-               for cid in ("simd_conv_1x1_oc17", "simd_conv_dscnn_stem", "simd_w4_conv_c19_oc40")}
+    """The grid's declines: too few output channels, short rows, int4 weights (the amx kernels read
+    int8 ones; the int4 twins of amx cases), fc layers of too few rows."""
+    by_case = {cid: [r for r in grid["info"]["layers"] if r["name"].startswith(f"{cid}_")
+                     and r["op"] in ("Conv", "Gemm")]
+               for cid in ("simd_conv_1x1_oc17", "simd_conv_dscnn_stem", "simd_w4_conv_c19_oc40", "simd_gemm_rows4",
+                           "simd_gemm_k301_n70")}
     variants = {cid: [r.get("variant") for r in rows] for cid, rows in by_case.items()}
     assert variants == {"simd_conv_1x1_oc17": ["no amx: 17 output channels (fewer than 32)"],
                         "simd_conv_dscnn_stem": ["no amx: output rows of 5 pixels (fewer than 8)"],
-                        "simd_w4_conv_c19_oc40": ["no amx: int4 weights (the amx variant reads int8 ones)"]}
+                        "simd_w4_conv_c19_oc40": ["no amx: int4 weights (the amx variant reads int8 ones)"],
+                        "simd_gemm_rows4": ["no amx: 4 rows of inputs (fewer than 8)"],
+                        "simd_gemm_k301_n70": ["no amx: 1 row of inputs (fewer than 8)"]}
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -244,13 +249,15 @@ def test_variant_objects_hold_vpdpbusd_and_entry_points_no_avx(grid):
         if part != "dwconv2d_s8_avx2_part":  # depthwise: 8 channels a vector (ymm, EVEX)
             assert any("%zmm" in i for i in evex), f"{part}: no vpdpbusd on zmm"
         assert not any("vpdpbusd" in i or "%zmm" in i for i in fns[part]), f"{part} (avx2) uses VNNI or zmm"
-    # the amx variant: tdpbuud only (Bochs 3.0 multiplies the signed forms' bytes as unsigned), and
-    # no function but it touches the tiles
-    amx = [i.split()[0] for i in fns["conv2d_s8amx_avx2_part_amx"]]
-    assert "tdpbuud" in amx and "ldtilecfg" in amx and "tilerelease" in amx, sorted(set(amx))
+    # the amx variants: tdpbuud only (on Bochs 3.0, which multiplies the signed forms' bytes as
+    # unsigned, tdpbusd would pass the grid), and no other function touches the tiles
+    amx_parts = {"conv2d_s8amx_avx2_part_amx", "fc_s8amx_avx2_part_amx"}
+    for part in amx_parts:
+        amx = [i.split()[0] for i in fns[part]]
+        assert {"tdpbuud", "ldtilecfg", "tilerelease"} <= set(amx), (part, sorted(set(amx)))
+        assert not [i for i in amx if i.startswith(("tdpbssd", "tdpbsud", "tdpbusd"))], part
     tiles = {f for f, ins in fns.items() if any(i.startswith(("tdp", "tile", "ldtilecfg")) for i in ins)}
-    assert tiles == {"conv2d_s8amx_avx2_part_amx"}, tiles
-    assert not [i for i in amx if i.startswith(("tdpbssd", "tdpbsud", "tdpbusd"))]
+    assert tiles == amx_parts, tiles
     name = grid["net"].name
     entry = [f for f in fns if f.startswith(f"{name}_") and "layers" not in f and "@plt" not in f]
     entry += [f for f in fns if f.startswith("cuvil_x86_")]
@@ -367,7 +374,7 @@ def test_resnet8_on_bochs_avx512_matches_this_cpu(resnet8, tmp_path):
 def test_vnni_variants_on_bochs3_sapphire_rapids_are_bit_exact_on_the_grid(grid, cap, tmp_path):
     """Bochs 3.0's Sapphire Rapids (bochs3.py) has AVX-VNNI and AMX-INT8, which no CPU here has:
     the avxvnni variant's vpdpbusd itself (not the emulation above) bit-exact on the grid,
-    avx512vnni on a second emulated CPU, and at the amx level the AMX tile kernel on the
+    avx512vnni on a second emulated CPU, and at the amx level the AMX tile kernels on the
     simd_cases.AMX_IDS layers (the others on avx512vnni). CUVIL_ISA (the bare program's
     environment) caps the choice."""
     image = x86_bochs.build_image(Path(grid["info"]["artifacts"]["so"]), grid["samples"], tmp_path, isa_cap=cap)

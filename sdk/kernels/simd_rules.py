@@ -184,7 +184,7 @@ def int4_call(kernel_set: str, call: KernelCall) -> KernelCall:
     if "_s8amx_" in call.kernel:  # avx2: the AMX tile variant reads int8 weights only
         twin = kernel(kernel_set, call.kernel.replace("_s8amx_", "_s8w4_"))(**args)
         twin.variant = "no amx: int4 weights (the amx variant reads int8 ones)"
-        twin.stack = {k: v for k, v in call.stack.items() if k not in ("panel_amx", "btiles", "rsum")}
+        twin.stack = {k: v for k, v in call.stack.items() if not k.endswith("_amx")}  # the amx kernel's own
         return twin
     twin = kernel(kernel_set, call.kernel.replace("_s8_", "_s8w4_"))(**args)
     twin.variant, twin.stack = call.variant, dict(call.stack)

@@ -106,7 +106,7 @@ def amx_layout(a: dict, oc: int, kh: int, kr: int, band: int, rowlen: int, optio
     rsum = band * a["ow"]  # int32 each
     if panel + 4 * rsum > PANEL_MAX_BYTES:
         return f"a panel and input sums of {panel + 4 * rsum} bytes (more than {PANEL_MAX_BYTES})"
-    return {"panel_amx": panel, "btiles": btiles, "rsum": rsum}
+    return {"panel_amx": panel, "btiles_amx": btiles, "rsum_amx": rsum}
 
 
 def vnni_bias(bias: np.ndarray, w: np.ndarray, zx: int) -> np.ndarray:
@@ -187,12 +187,39 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
     kp = -(-k // 4) * 4  # whole quads of inputs for vpdpbusd (pairs for vpmaddwd)
     packed = fc_panels(w, kp, 8, 2)  # blocks of 8 outputs, [pair][output][2]
     np8 = -(-n // 8) * 8
-    return kernel(SET, "fc_s8_avx2")(
+    amx = fc_amx_layout(a["rows"], n, kp)
+    call = kernel(SET, "fc_s8amx_avx2" if isinstance(amx, dict) else "fc_s8_avx2")(
         **pick(a, "in out rows k n zx lo hi"), w=Weight("w", packed.astype(np.int8), "int8_t"),
         bias=Weight("bias", padded(bias.astype(np.int32), np8), "int32_t"),
         bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, w, a["zx"]), np8), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], None, mode == 1), "int64_t"),
-        kp=kp, fast=mode, threads=threads_for(options, a["rows"] * n * k)).with_stack(x=max(kp, FC_ROW_MIN))
+        kp=kp, fast=mode, threads=threads_for(options, a["rows"] * n * k)).with_stack(
+        x=max(kp, FC_ROW_MIN), **(amx if isinstance(amx, dict) else {}))
+    call.variant = "amx" if isinstance(amx, dict) else f"no amx: {amx}"
+    return call
+
+
+# fc's amx variant (fc_s8amx_avx2): an A tile holds 16 rows of inputs, so it serves batched
+# layers (a MatMul over a sequence, a Gemm of several rows); one row fills 1/16 of it.
+AMX_FC_MIN_ROWS = 8
+AMX_FC_ROWS_MAX = 64 * 1024  # 16 rows of inputs (x + 128) on the stack
+
+
+def fc_amx_layout(rows: int, n: int, kp: int) -> dict[str, int] | str:
+    """fc's amx stack arrays (16 input rows of whole 64-byte slabs, a 16-output block's B
+    tiles), or why the layer stays on avx512vnni at the amx level."""
+    slabs = -(-kp // 64)
+    if rows < AMX_FC_MIN_ROWS:
+        return f"{rows} row{'s' if rows > 1 else ''} of inputs (fewer than {AMX_FC_MIN_ROWS})"
+    if n < 16:
+        return f"{n} outputs (fewer than 16)"
+    if kp < AMX_MIN_FILL * slabs * 64:
+        return f"{kp} inputs fill under {AMX_MIN_FILL:.0%} of {slabs} x 64-byte tile rows"
+    if kp > AMX_MAX_TAPS:
+        return f"{kp} inputs (more than {AMX_MAX_TAPS}: tdpbuud's int32 sums)"
+    if 16 * slabs * 64 > AMX_FC_ROWS_MAX or slabs * 1024 > AMX_BTILE_MAX:
+        return f"{kp} inputs (16 rows of them more than {AMX_FC_ROWS_MAX} bytes)"
+    return {"xa_amx": 16 * slabs * 64, "btiles_amx": slabs * 1024}
 
 
 
