@@ -12,7 +12,10 @@ shift and multiplier is requantized exactly (cuvil_avx2_requant8: the fast rule 
 32..54, the general 64-bit one otherwise, and the wide one when a layer's worst-case
 accumulator passes int32). A rule declines only what 32-bit lanes cannot hold (a channel
 with more than 66,000 full-range inputs) or a stack panel beyond PANEL_MAX_BYTES. Large
-layers get the build's --threads (simd_layout.threads_for).
+layers get the build's --threads (simd_layout.threads_for). Layers large enough for AMX-INT8
+tiles get the twins conv2d_s8amx_avx2 / fc_s8amx_avx2 (amx_layout, fc_amx_layout: the same
+arguments, an amx variant besides the others); every other int8 conv and fc call's variant
+says why not ("no amx: ..."), which the build's layer rows show.
 
 int8 results are bit-identical to the portable kernels: the integer sums are exact and
 the requantization is the same rule (board_tests/test_kernels_host.py and
