@@ -15,7 +15,11 @@ bytes as Bit8u and widen the "signed" ones with Bit32s(...), i.e. as 0..255, so 
 and tdpbusd multiply a byte -1 as 255 (tdpbuud, unsigned by definition, is unaffected). An
 AMX-INT8 conv variant (tdpbusd, with ldtilecfg, tileloadd/tilestored, tilezero, tilerelease) ran
 on it to the end without a fault; its outputs differed from the reference at the pixels that
-touch padding (the others saturated), consistent with that bug. A signed AMX kernel is therefore not verifiable on this build as packaged.
+touch padding (the others saturated), consistent with that bug. A signed AMX kernel is therefore
+not verifiable on this build as packaged: the amx variant that landed (conv2d_s8amx_avx2) uses
+tdpbuud on weights made unsigned (w ^ 0x80) and subtracts 128 x each pixel's input sum, which is
+right on Bochs and on silicon. Note that on this Bochs tdpbusd then gives the same sums as
+tdpbuud, so only the objdump check of test_x86_variants.py tells them apart.
 
 `python board_tests/bochs3.py` prepares it (scripts/setup.sh runs that; safe to run again: it
 does nothing once CACHE/root/.done exists). The tests never download: a missing root fails them

@@ -86,6 +86,27 @@ def simd_qdq_conv_shift31(b, x):
     return b.qdq(b.op("Conv", [b.qdq(x[0], p2(5)), w], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), p2(10))
 
 
+# large enough for the x86 amx variant (avx2 rules.amx_layout): 16-pixel x 16-channel tiles
+@case("conv2d", (1, 24, 13, 79), ranges=((-0.5, 3.0),))
+def simd_amx_conv_s2_oc40(b, x):
+    """kw * c = 72 taps per kernel row (two 64-byte slabs, the second 8 taps), stride 2, padding on
+    every side with a zero point near -90 (padding bytes far from 128), 40 output channels (a
+    16 + 16 block pair, then an 8 block alone); 7 rows of 40 pixels (16 + 16 + 8: 21 segments) in
+    two panel bands (5 rows and 2)"""
+    return b.conv(x[0], 24, 40, (3, 3), strides=[2, 2], pads=[1, 1, 1, 1])
+
+
+@case("conv2d", (1, 80, 3, 12), ranges=((-1.75, 14.1875),))
+def simd_amx_qdq_conv_1x1_zp(b, x):
+    """1 x 1, 80 taps (a 64-byte slab and 16), weights over all of int8 (-128 included), input
+    zero point -100, 48 channels (a pair of blocks and a single 16 block), rows of 12 pixels
+    (3 segments), an output scale that saturates many outputs at both ends"""
+    w = b.qconst(b.rng.integers(-128, 128, (48, 80, 1, 1)), p2(7))
+    bias = qbias(b, b.rng.integers(-5000, 5000, 48), p2(11))
+    y = b.op("Conv", [b.qdq(x[0], p2(4), -100), w, bias], kernel_shape=[1, 1])
+    return b.qdq(y, p2(2), 20)
+
+
 # --- depthwise ----------------------------------------------------------------------------------
 @case("dwconv2d", (1, 40, 9, 11))
 def simd_dw_c40(b, x):
@@ -309,6 +330,13 @@ def simd_gemm_rows4(b, x):
     return b.gemm(b.reshape(x[0], [4, 33]), 33, 40)
 
 
+@case("fc", (1, 20, 150))
+def simd_amx_gemm_rows20_k150_n52(b, x):
+    """20 rows (x86 amx: a full 16-row tile and 4), k 150 (quads to 152: three 64-byte slabs, the
+    last 24), 52 outputs (a group of 32, then 20: a 16-output half and an 8 block holding 4)"""
+    return b.gemm(b.reshape(x[0], [20, 150]), 150, 52)
+
+
 @case("fc", (1, 24), ranges=((-0.1, 0.1),))
 def simd_qdq_gemm_shift31(b, x):
     w = b.qconst(b.rng.integers(-2, 3, (11, 24)), p2(6))
@@ -466,12 +494,23 @@ def make_net(name: str, ids: list[str]) -> kc.Net:
         kc.CASES.update(saved)
 
 
+# the cases whose layer the avx2 set gives its AMX-INT8 tile twin, conv2d_s8amx_avx2 (avx2
+# rules.amx_layout: 32 or more output channels, rows of 8 or more pixels, taps filling half the
+# 64-byte slabs) or fc_s8amx_avx2 (rules.fc_amx_layout: 8 or more rows); their int4 twins too
+# where built with int8 weights, else on the s8w4 kernels
+AMX_IDS = ("simd_conv_c19_oc40", "simd_amx_conv_s2_oc40", "simd_amx_qdq_conv_1x1_zp",
+           "simd_amx_gemm_rows20_k150_n52")
+
+
 def expected_kernel(cid: str, kernel_set: str, int4: bool) -> str:
     """The kernel a case's main layer must get on a set's board ("portable" for the portable
     boards), in a grid built with int4 (the w4_ cases' conv and fc layers on the int4 kernels;
-    depthwise ones on the depthwise kernel, which reads int8 or int16 weights)."""
+    depthwise ones on the depthwise kernel, which reads int8 or int16 weights; AMX_IDS on the
+    avx2 set's amx twin)."""
     family = EXPECT[cid]
     four = int4 and kc.W4_MARK in cid
+    if kernel_set == "avx2" and not four and cid.replace("simd_" + kc.W4_MARK, "simd_", 1) in AMX_IDS:
+        return f"{family}_s8amx_avx2"
     if kernel_set == "portable":
         base = {"dwconv2d": "conv2d", "fc": "fc"}.get(family, family)
         return f"{base}_{'s8w4' if four and base in ('conv2d', 'fc') else 's8'}"

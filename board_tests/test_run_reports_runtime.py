@@ -58,7 +58,7 @@ def test_host_run_reports_the_kernel_variant_the_library_chose(work, host_build)
     """run --json's isa is what the library itself says (runtime model.isa) on this CPU."""
     from cuvil_sdk import runtime
     with runtime.load(next((work / "host" / "build").glob("lib*.so"))) as model:
-        assert host_build["isa"] == model.isa and model.isa in ("avx512vnni", "avxvnni", "avx2")
+        assert host_build["isa"] == model.isa and model.isa in ("amx", "avx512vnni", "avxvnni", "avx2")
 
 
 def test_runtime_returns_the_array_and_takes_a_sample_axis(work, host_build):

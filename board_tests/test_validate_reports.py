@@ -33,7 +33,7 @@ def test_validate_reports_metrics_and_both_accuracies(work):
     assert abs(report["accuracy"] - report["float_accuracy"]) <= 0.01
     assert "accuracy: ours" in r.stderr and "top-1" in r.stderr
     assert report["warnings"] == []
-    assert report["isa"] in ("avx512vnni", "avxvnni", "avx2")  # the x86 kernel variant that ran
+    assert report["isa"] in ("amx", "avx512vnni", "avxvnni", "avx2")  # the x86 kernel variant that ran
 
 
 def test_validate_per_layer_and_random_input_warning(work):

@@ -1,5 +1,5 @@
-"""The x86-64 kernel variants of the `host` board (AVX-512 VNNI, AVX-VNNI, AVX2) and the
-dispatcher that picks one at the first call (sdk/templates/common/x86_dispatch.j2).
+"""The x86-64 kernel variants of the `host` board (AMX-INT8, AVX-512 VNNI, AVX-VNNI, AVX2) and
+the dispatcher that picks one at the first call (sdk/templates/common/x86_dispatch.j2).
 
 - The SIMD grid's int8 conv, depthwise and fc cases (simd_cases.py, with the layers whose
   worst-case accumulator passes int32) run bit-exact against the numpy integer reference on
@@ -8,6 +8,10 @@ dispatcher that picks one at the first call (sdk/templates/common/x86_dispatch.j
 - The same .so runs on Bochs's emulated Tiger Lake CPU (x86_bochs.py: its segments loaded and
   relocated into a bare-metal program, its dispatcher asking CPUID/XGETBV there) and picks
   avx512vnni: the grid bit-exact against the reference, ResNet-8 identical to this CPU's run.
+- Bochs 3.0's Sapphire Rapids (AMX-TILE/AMX-INT8, AVX-VNNI) runs the grid at the avxvnni,
+  avx512vnni and amx levels; at amx the large convolutions and the fc layers of 8 or more rows
+  (the build's layer rows say which, and why the others decline) run their AMX tile kernels
+  (tdpbuud), bit-exact, and ResNet-8 is identical to this CPU's run.
 - The avxvnni variant also runs here with vpdpbusd emulated by AVX2
   (fixtures/vnni_emulate/cuvil_vnni_emulate.h), on any AVX2 CPU.
 - objdump: the variants' functions hold vpdpbusd (VEX on ymm; EVEX, on zmm for conv and fc),
@@ -20,12 +24,14 @@ A missing gcc, objdump, qemu-x86_64 or Bochs fails these tests, never skips them
 """
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 
 import kernel_cases as kc
@@ -42,16 +48,20 @@ HERE = Path(__file__).resolve().parent
 EMULATE_DIR = HERE / "fixtures" / "vnni_emulate"
 DLOPEN_RUN = HERE / "fixtures" / "x86_dispatch" / "dlopen_run.c"
 RESNET8 = HERE.parent / "sdk" / "examples" / "resnet8_qdq.onnx"
-VARIANTS = ["avx512vnni", "avxvnni", "avx2"]
+VARIANTS = ["amx", "avx512vnni", "avxvnni", "avx2"]
 # /proc/cpuinfo flags each variant needs (the dispatcher asks CPUID + XGETBV itself)
-CPU_FLAGS = {"avx512vnni": {"avx512f", "avx512bw", "avx512vl", "avx512_vnni"}, "avxvnni": {"avx_vnni"},
-             "avx2": {"avx2", "fma"}}
+AVX512VNNI_FLAGS = {"avx512f", "avx512bw", "avx512vl", "avx512_vnni"}
+CPU_FLAGS = {"amx": AVX512VNNI_FLAGS | {"amx_tile", "amx_int8"}, "avx512vnni": AVX512VNNI_FLAGS,
+             "avxvnni": {"avx_vnni"}, "avx2": {"avx2", "fma"}}
 # block and tile remainders, taps padded to quads, one input channel, bands, groups, the fast
 # and the wide requantization, fc tails of 1..3 blocks; depthwise with 5x5 taps (an odd count
-# of column pairs), a depth multiplier, dilation, bands
+# of column pairs), a depth multiplier, dilation, bands; layers that take the amx variant (simd_cases.AMX_IDS)
+# and layers that decline it
 GRID_IDS = ["simd_conv_c19_oc40", "simd_conv_1x1_oc17", "simd_conv_odd_row_taps", "simd_conv_dscnn_stem",
             "simd_conv_bands", "simd_conv_grouped4", "simd_qdq_conv_shift31", "simd_qdq_conv_shift62_wide",
-            "simd_gemm_k301_n70", "simd_gemm_k8_n5", "simd_gemm_rows4", "simd_qdq_gemm_shift62_wide",
+            "simd_amx_conv_s2_oc40", "simd_amx_qdq_conv_1x1_zp",
+            "simd_gemm_k301_n70", "simd_gemm_k8_n5", "simd_amx_gemm_rows20_k150_n52",
+            "simd_gemm_rows4", "simd_qdq_gemm_shift62_wide",
             "simd_qdq_gemm_mult_near_2_31", "simd_dw_c40", "simd_dw_5x5_s2", "simd_dw_2x2_asym", "simd_dw_bands",
             "simd_dw_mult2_s2", "simd_dw_dilated", "simd_qdq_dw_shift62_wide",
             # int4 weights (the grid is built with int4=True): the variants' quads built from nibbles
@@ -131,6 +141,69 @@ def test_grid_layers_run_the_x86_kernels(grid):
     chosen = sc.main_layer_kernels(grid["info"], grid["net"])
     for cid in GRID_IDS:
         assert chosen[cid] == sc.expected_kernel(cid, "avx2", int4=True), f"{cid}: {chosen[cid]}"
+    assert [cid for cid in GRID_IDS if "_s8amx_" in chosen[cid]] == list(sc.AMX_IDS)
+
+
+def conv_weight_shapes(model: Path) -> dict[str, list[int]]:
+    """Conv node name -> its weight's [oc, c, kh, kw], read from the ONNX file itself (through
+    the DequantizeLinear of a QDQ model)."""
+    g = onnx.load(str(model)).graph
+    inits = {i.name: list(i.dims) for i in g.initializer}
+    producer = {o: n for n in g.node for o in n.output}
+    shapes = {}
+    for n in g.node:
+        if n.op_type == "Conv":
+            w = n.input[1]
+            while w not in inits:
+                w = producer[w].input[0]
+            shapes[n.name] = inits[w]
+    return shapes
+
+
+def test_host_build_names_the_amx_layers_and_why_the_others_decline(resnet8):
+    """ResNet-8 on `host`: every convolution's layer row (the build info and report.json) names its
+    variant: "amx" on the AMX tile kernel, else "no amx: <reason>" on conv2d_s8_avx2. Checked
+    against the ONNX weights and the rows' output shapes: an amx layer has 32 or more output
+    channels, rows of 8 or more pixels and kernel rows of kw * c taps (to quads) filling half
+    their 64-byte slabs; a declined one names the numbers of the first of these it fails."""
+    shapes = conv_weight_shapes(RESNET8)
+    report = json.loads((Path(resnet8["info"]["out_dir"]) / "report.json").read_text())
+    rows = [row for row in resnet8["info"]["layers"] if row["op"] == "Conv"]
+    assert len(rows) == len(shapes) == 9
+    assert [(r["kernel"], r["variant"]) for r in rows] == \
+        [(r["kernel"], r.get("variant")) for r in report["layers"] if r["op"] == "Conv"]
+    for row in rows:
+        oc, c, _, kw = shapes[row["name"]]
+        ow, kr = row["output_shape"][2], -(-kw * c // 4) * 4
+        slabs = -(-kr // 64)
+        if oc < 32:
+            why = f"{oc} output channels"
+        elif ow < 8:
+            why = f"output rows of {ow} pixels"
+        elif kr < 32 * slabs:
+            why = f"{kr} taps per kernel row fill under 50% of {slabs} x 64-byte"
+        else:
+            assert (row["kernel"], row["variant"]) == ("conv2d_s8amx_avx2", "amx"), row
+            continue
+        assert row["kernel"] == "conv2d_s8_avx2" and row["variant"].startswith(f"no amx: {why}"), (why, row)
+    variants = [r["variant"] for r in rows]
+    assert variants.count("amx") == 5 and {v.split(" (")[0] for v in variants} == {
+        "amx", "no amx: 16 output channels", "no amx: 16 taps per kernel row fill under 50% of 1 x 64-byte tile rows"}
+
+
+def test_grid_names_why_layers_decline_amx(grid):
+    """The grid's declines: too few output channels, short rows, int4 weights (the amx kernels read
+    int8 ones; the int4 twins of amx cases), fc layers of too few rows."""
+    by_case = {cid: [r for r in grid["info"]["layers"] if r["name"].startswith(f"{cid}_")
+                     and r["op"] in ("Conv", "Gemm")]
+               for cid in ("simd_conv_1x1_oc17", "simd_conv_dscnn_stem", "simd_w4_conv_c19_oc40", "simd_gemm_rows4",
+                           "simd_gemm_k301_n70")}
+    variants = {cid: [r.get("variant") for r in rows] for cid, rows in by_case.items()}
+    assert variants == {"simd_conv_1x1_oc17": ["no amx: 17 output channels (fewer than 32)"],
+                        "simd_conv_dscnn_stem": ["no amx: output rows of 5 pixels (fewer than 8)"],
+                        "simd_w4_conv_c19_oc40": ["no amx: int4 weights (the amx variant reads int8 ones)"],
+                        "simd_gemm_rows4": ["no amx: 4 rows of inputs (fewer than 8)"],
+                        "simd_gemm_k301_n70": ["no amx: 1 row of inputs (fewer than 8)"]}
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -176,6 +249,15 @@ def test_variant_objects_hold_vpdpbusd_and_entry_points_no_avx(grid):
         if part != "dwconv2d_s8_avx2_part":  # depthwise: 8 channels a vector (ymm, EVEX)
             assert any("%zmm" in i for i in evex), f"{part}: no vpdpbusd on zmm"
         assert not any("vpdpbusd" in i or "%zmm" in i for i in fns[part]), f"{part} (avx2) uses VNNI or zmm"
+    # the amx variants: tdpbuud only (on Bochs 3.0, which multiplies the signed forms' bytes as
+    # unsigned, tdpbusd would pass the grid), and no other function touches the tiles
+    amx_parts = {"conv2d_s8amx_avx2_part_amx", "fc_s8amx_avx2_part_amx"}
+    for part in amx_parts:
+        amx = [i.split()[0] for i in fns[part]]
+        assert {"tdpbuud", "ldtilecfg", "tilerelease"} <= set(amx), (part, sorted(set(amx)))
+        assert not [i for i in amx if i.startswith(("tdpbssd", "tdpbsud", "tdpbusd"))], part
+    tiles = {f for f, ins in fns.items() if any(i.startswith(("tdp", "tile", "ldtilecfg")) for i in ins)}
+    assert tiles == amx_parts, tiles
     name = grid["net"].name
     entry = [f for f in fns if f.startswith(f"{name}_") and "layers" not in f and "@plt" not in f]
     entry += [f for f in fns if f.startswith("cuvil_x86_")]
@@ -242,9 +324,13 @@ def test_model_isa_is_the_cpus_best_and_cuvil_isa_caps_it(resnet8, grid, tmp_pat
     monkeypatch.delenv("CUVIL_ISA", raising=False)
     with runtime.load(copy_library(resnet8["lib"], tmp_path / "native")) as model:
         assert model.isa == best_variant()
+    monkeypatch.setenv("CUVIL_ISA", "amx")  # the library carries amx: this CPU's best, amx only where it has it
+    with runtime.load(copy_library(resnet8["lib"], tmp_path / "native_amx")) as model:
+        assert model.isa == best_variant()
     # the emulated library (avxvnni and avx2 only) runs avxvnni on any AVX2 CPU: its default, a
     # cap below, a cap above what it carries, an unknown name (ignored)
-    for forced, want in ((None, "avxvnni"), ("avx2", "avx2"), ("avx512vnni", "avxvnni"), ("sse", "avxvnni")):
+    for forced, want in ((None, "avxvnni"), ("avx2", "avx2"), ("avx512vnni", "avxvnni"), ("amx", "avxvnni"),
+                         ("sse", "avxvnni")):
         if forced is None:
             monkeypatch.delenv("CUVIL_ISA", raising=False)
         else:
@@ -284,12 +370,27 @@ def test_resnet8_on_bochs_avx512_matches_this_cpu(resnet8, tmp_path):
     assert_outputs_equal(run["outputs"], here, outputs, f"ResNet-8 on Bochs vs {best_variant()} here")
 
 
-@pytest.mark.parametrize("cap", ["avx512vnni", "avxvnni"])
+@pytest.mark.parametrize("cap", ["amx", "avx512vnni", "avxvnni"])
 def test_vnni_variants_on_bochs3_sapphire_rapids_are_bit_exact_on_the_grid(grid, cap, tmp_path):
-    """Bochs 3.0's Sapphire Rapids (bochs3.py) has AVX-VNNI, which no CPU here has: the avxvnni
-    variant's vpdpbusd itself (not the emulation above) bit-exact on the grid, and avx512vnni
-    on a second emulated CPU. CUVIL_ISA (the bare program's environment) caps the choice."""
+    """Bochs 3.0's Sapphire Rapids (bochs3.py) has AVX-VNNI and AMX-INT8, which no CPU here has:
+    the avxvnni variant's vpdpbusd itself (not the emulation above) bit-exact on the grid,
+    avx512vnni on a second emulated CPU, and at the amx level the AMX tile kernels on the
+    simd_cases.AMX_IDS layers (the others on avx512vnni). CUVIL_ISA (the bare program's
+    environment) caps the choice."""
     image = x86_bochs.build_image(Path(grid["info"]["artifacts"]["so"]), grid["samples"], tmp_path, isa_cap=cap)
     run = x86_bochs.run(image, tmp_path, model=x86_bochs.SAPPHIRE_RAPIDS)
     assert run["isa"] == cap and not run["refused"], run
     assert_grid_matches(grid, run["outputs"], f"{cap} on Bochs 3.0 sapphire_rapids")
+
+
+def test_resnet8_on_bochs3_amx_matches_this_cpu(resnet8, tmp_path):
+    """ResNet-8 (five convolutions on the AMX tile kernel) on Bochs 3.0's Sapphire Rapids at the
+    amx level and on this CPU: identical int8 outputs."""
+    with runtime.load(resnet8["lib"]) as model:
+        samples = [{model.input_names[0]: resnet8["x"]}]
+        here = [model.run_int8(s) for s in samples]
+        outputs = model.output_names
+    image = x86_bochs.build_image(resnet8["lib"], samples, tmp_path)
+    run = x86_bochs.run(image, tmp_path, model=x86_bochs.SAPPHIRE_RAPIDS)
+    assert run["isa"] == "amx" and not run["refused"], run
+    assert_outputs_equal(run["outputs"], here, outputs, f"ResNet-8 on Bochs 3.0 amx vs {best_variant()} here")

@@ -14,8 +14,8 @@ there itself.
 Two emulators: the host's Bochs 2.7 (model tigerlake: AVX-512 VNNI) and Debian 13's Bochs 3.0
 (bochs3.py, model sapphire_rapids: AMX-TILE/AMX-INT8, AVX512_VNNI and AVX-VNNI). boot.S also
 turns on the AMX tile state (XCR0 bits 17, 18) where the CPU has it and makes SYSCALL return 0,
-for an AMX variant's Linux permission request for the tile data (no AMX variant has landed: Bochs
-3.0's signed AMX-INT8 dot products are wrong, bochs3.py); CUVIL_ISA_CAP in bare_io.h is the
+for the amx variant's Linux permission request for the tile data (that variant uses tdpbuud only:
+Bochs 3.0's signed AMX-INT8 dot products are wrong, bochs3.py); CUVIL_ISA_CAP in bare_io.h is the
 program's CUVIL_ISA.
 
 The image boots from an ISO (isolinux + mboot.c32, multiboot). Tools: gcc, objcopy,

@@ -313,7 +313,7 @@ def instruction_summary(counts: list | None, note: str | None = None) -> dict:
 def remote_summary(result: dict) -> dict:
     """What a run adds beyond outputs: over the serial harness, cycles per sample (DWT, on
     silicon), the frames sent again, the labgrid places and their shards; on host, the kernel
-    variant the library chose from the CPU (isa: avx512vnni, avxvnni or avx2)."""
+    variant the library chose from the CPU (isa: amx, avx512vnni, avxvnni or avx2)."""
     report = {}
     if result.get("cycles") is not None:
         counts = [int(c) for c in result["cycles"]]

@@ -18,11 +18,12 @@ same way ((N, 10) for an output of shape (1, 10)); (N, 1, 1, 8, 8) gives (N, 1, 
 Each thread that calls a model gets its own arena, so one loaded model may be called from
 several threads at once.
 
-A `host` library carries its int8 kernels for AVX-512 VNNI, AVX-VNNI and AVX2 and picks one at
-load from CPUID: `model.isa` says which ("avx512vnni", "avxvnni", "avx2"; None for libraries
-of other boards). The environment variable CUVIL_ISA=avx2 (or avxvnni) caps the choice. On a
-CPU without AVX2 and FMA, load raises TargetError (exit code 6 on the CLI) naming what it
-lacks; build for `host-portable` there.
+A `host` library carries its int8 kernels for AVX-512 VNNI, AVX-VNNI and AVX2 (and its large
+convolutions for AMX-INT8) and picks one at load from CPUID: `model.isa` says which ("amx",
+"avx512vnni", "avxvnni", "avx2"; None for libraries of other boards). The environment variable
+CUVIL_ISA=avx2 (or avxvnni, avx512vnni, amx) caps the choice. On a CPU without AVX2 and FMA,
+load raises TargetError (exit code 6 on the CLI) naming what it lacks; build for
+`host-portable` there.
 """
 from __future__ import annotations
 
@@ -103,9 +104,9 @@ class Model:
         self._slab: tuple = NO_SLAB  # (output shape, iterator of unused (array, pointer)) for model(x)
 
     def _instruction_set(self, path: Path) -> str | None:
-        """The kernel variant an x86-64 `host` library chose from CPUID ("avx512vnni", "avxvnni",
-        "avx2"; CUVIL_ISA caps it), None for libraries without variants. A CPU the library
-        cannot run on is refused here, with what it lacks."""
+        """The kernel variant an x86-64 `host` library chose from CPUID ("amx", "avx512vnni",
+        "avxvnni", "avx2"; CUVIL_ISA caps it), None for libraries without variants. A CPU the
+        library cannot run on is refused here, with what it lacks."""
         isa_fn = getattr(self._lib, f"{self.name}_isa", None)
         if isa_fn is None:
             return None

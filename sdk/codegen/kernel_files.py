@@ -157,6 +157,10 @@ def kernel_source(kernel_set: str, name: str, features: frozenset[str] = frozens
     twin = int4_twin(kernel_set, name)
     if twin:  # a SIMD kernel on int4 weights: its int8 template with w4 (templates/simd/int4.j2)
         return environment().get_template(twin).render(kernel=name, decl=declarations(kernel_set)[name], w4=True)
+    twin = amx_twin(kernel_set, name)
+    if twin:  # an int8 kernel with its AMX-INT8 tile variant: its template with amx
+        return environment().get_template(twin).render(kernel=name, decl=declarations(kernel_set)[name], w4=False,
+                                                        amx=True)
     pair = pair_family_of(kernel_set, name)
     if pair is not None:
         template, a, b = pair
@@ -178,6 +182,15 @@ def int4_twin(kernel_set: str, name: str) -> str | None:
     return template if (TEMPLATES / template).is_file() else None
 
 
+def amx_twin(kernel_set: str, name: str) -> str | None:
+    """The template that renders <family>_s8amx_<set> (the AMX-INT8 tile variant with the others):
+    the <family>_s8_<set> template with amx, or None."""
+    if "_s8amx_" not in name:
+        return None
+    template = f"{kernel_set}/{name.replace('_s8amx_', '_s8_')}{extension(kernel_set)}.j2"
+    return template if (TEMPLATES / template).is_file() else None
+
+
 def kernels_with_sources(kernel_set: str) -> list[str]:
     """Every kernel of a set that has a source: files of their own and family variants."""
     ext = extension(kernel_set)
@@ -191,5 +204,5 @@ def kernels_with_sources(kernel_set: str) -> list[str]:
             names |= {f"{stem}_{a}_{b}" for a, b in pair_variants(template)}
         else:
             names.add(stem)
-    names |= {n for n in declarations(kernel_set) if int4_twin(kernel_set, n)}
+    names |= {n for n in declarations(kernel_set) if int4_twin(kernel_set, n) or amx_twin(kernel_set, n)}
     return sorted(names)

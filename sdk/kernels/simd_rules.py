@@ -181,6 +181,11 @@ def int4_call(kernel_set: str, call: KernelCall) -> KernelCall:
     arguments, its weight stream packed 16 weights per 8 bytes by int4.pack_groups)."""
     args = dict(call.args)
     args["w"] = Weight("w4", int4.pack_groups(np.asarray(args["w"].data)), "int8_t")
+    if "_s8amx_" in call.kernel:  # avx2: the AMX tile variant reads int8 weights only
+        twin = kernel(kernel_set, call.kernel.replace("_s8amx_", "_s8w4_"))(**args)
+        twin.variant = "no amx: int4 weights (the amx variant reads int8 ones)"
+        twin.stack = {k: v for k, v in call.stack.items() if not k.endswith("_amx")}  # the amx kernel's own
+        return twin
     twin = kernel(kernel_set, call.kernel.replace("_s8_", "_s8w4_"))(**args)
     twin.variant, twin.stack = call.variant, dict(call.stack)
     return twin

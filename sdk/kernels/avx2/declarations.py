@@ -17,3 +17,7 @@ declare(SET, "fc_s8_avx2", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int
 # int4 weights (kernels/int4.py, pack_groups): the int8 kernels' parameters, their weight stream packed
 for _name in ("conv2d_s8_avx2", "fc_s8_avx2"):
     declare(SET, _name.replace("_s8_", "_s8w4_"), *DECLARATIONS[SET][_name].params)
+# the large int8 convolutions (rules.conv_s8): the same kernel with an AMX-INT8 tile variant besides
+# its avx2 and VNNI ones (conv2d_s8_avx2.h.j2 rendered with amx), the same arguments
+declare(SET, "conv2d_s8amx_avx2", *DECLARATIONS[SET]["conv2d_s8_avx2"].params)
+declare(SET, "fc_s8amx_avx2", *DECLARATIONS[SET]["fc_s8_avx2"].params)  # batched fc (rules.fc_amx_layout)

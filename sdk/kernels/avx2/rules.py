@@ -12,7 +12,10 @@ shift and multiplier is requantized exactly (cuvil_avx2_requant8: the fast rule 
 32..54, the general 64-bit one otherwise, and the wide one when a layer's worst-case
 accumulator passes int32). A rule declines only what 32-bit lanes cannot hold (a channel
 with more than 66,000 full-range inputs) or a stack panel beyond PANEL_MAX_BYTES. Large
-layers get the build's --threads (simd_layout.threads_for).
+layers get the build's --threads (simd_layout.threads_for). Layers large enough for AMX-INT8
+tiles get the twins conv2d_s8amx_avx2 / fc_s8amx_avx2 (amx_layout, fc_amx_layout: the same
+arguments, an amx variant besides the others); every other int8 conv and fc call's variant
+says why not ("no amx: ..."), which the build's layer rows show.
 
 int8 results are bit-identical to the portable kernels: the integer sums are exact and
 the requantization is the same rule (board_tests/test_kernels_host.py and
@@ -59,14 +62,54 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
     if band == 0:
         return Declined(PANEL_TOO_WIDE)
     macs = a["n"] * a["oh"] * a["ow"] * oc * kh * kw * a["c"]
-    return kernel(SET, "conv2d_s8_avx2")(
+    amx = amx_layout(a, oc, kh, kr, band, rowlen, options)
+    call = kernel(SET, "conv2d_s8amx_avx2" if isinstance(amx, dict) else "conv2d_s8_avx2")(
         **{**pick(a, "in out oc zx lo hi " + CONV_GEOMETRY), "kh": kh, "kw": kw},
         w=Weight("w", packed.astype(np.int8), "int8_t"),
         bias=Weight("bias", padded(bias.astype(np.int32), ocp), "int32_t"),
         bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, rows.reshape(oc, -1), a["zx"]), ocp), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], lanes_for(oc, ocp), mode == 1), "int64_t"),
         kr=kr, band=band, fast=mode, threads=threads_for(options, macs)).with_stack(
-        panel=panel_elements(band, a["sh"], kh, rowlen))  # int16 (avx2) or uint8 (VNNI) elements
+        panel=panel_elements(band, a["sh"], kh, rowlen),  # int16 (avx2) or uint8 (VNNI) elements
+        **(amx if isinstance(amx, dict) else {}))
+    call.variant = "amx" if isinstance(amx, dict) else f"no amx: {amx}"
+    return call
+
+
+# The AMX-INT8 tile variant (conv2d_s8amx_avx2: conv2d_s8_avx2.h.j2 with amx): where a layer is
+# large enough that 16-pixel x 16-channel tiles of 64-byte quads are mostly full. Every layer it
+# declines is named (the call's variant, in the build's layer rows) with the reason.
+AMX_MIN_CHANNELS = 32  # two 16-channel B tiles
+AMX_MIN_ROW_PIXELS = 8  # an A tile holds pixels of one output row: under 8, more than half empty
+AMX_MIN_FILL = 0.5  # the share of a kernel row's 64-byte tile slabs that are taps, not padding
+AMX_BTILE_MAX = 64 * 1024  # one block's repacked B tiles on the stack
+# tdpbuud sums x' * u, each at most 255 * 255 (x' = x + 128, u = w + 128: the template says why
+# unsigned): over at most this many taps per pixel every partial sum stays below 2^31. AMX_BTILE_MAX
+# keeps kh * kr <= 4096 today; this bound holds the int32 argument should that budget grow.
+AMX_MAX_TAPS = (2**31 - 1) // (255 * 255)
+
+
+def amx_layout(a: dict, oc: int, kh: int, kr: int, band: int, rowlen: int, options) -> dict[str, int] | str:
+    """The amx variant's stack arrays (its panel with the slack a segment's 16 rows read past the
+    band, a block's B tiles, the band's per-pixel sums of x + 128), or why the layer stays on
+    avx512vnni at the amx level."""
+    slabs = -(-kr // 64)
+    if oc < AMX_MIN_CHANNELS:
+        return f"{oc} output channels (fewer than {AMX_MIN_CHANNELS})"
+    if a["ow"] < AMX_MIN_ROW_PIXELS:
+        return f"output rows of {a['ow']} pixels (fewer than {AMX_MIN_ROW_PIXELS})"
+    if kr < AMX_MIN_FILL * slabs * 64:
+        return f"{kr} taps per kernel row fill under {AMX_MIN_FILL:.0%} of {slabs} x 64-byte tile rows"
+    if kh * kr > AMX_MAX_TAPS:
+        return f"{kh * kr} taps per pixel (more than {AMX_MAX_TAPS}: tdpbuud's int32 sums)"
+    btiles = kh * slabs * 16 * 64
+    if btiles > AMX_BTILE_MAX:
+        return f"B tiles of {btiles} bytes per block (more than {AMX_BTILE_MAX})"
+    panel = panel_elements(band, a["sh"], kh, rowlen) + 15 * a["sw"] * a["c"] + slabs * 64
+    rsum = band * a["ow"]  # int32 each
+    if panel + 4 * rsum > PANEL_MAX_BYTES:
+        return f"a panel and input sums of {panel + 4 * rsum} bytes (more than {PANEL_MAX_BYTES})"
+    return {"panel_amx": panel, "btiles_amx": btiles, "rsum_amx": rsum}
 
 
 def vnni_bias(bias: np.ndarray, w: np.ndarray, zx: int) -> np.ndarray:
@@ -147,12 +190,39 @@ def fc_s8(c: KernelCall, node, g, options) -> Answer:
     kp = -(-k // 4) * 4  # whole quads of inputs for vpdpbusd (pairs for vpmaddwd)
     packed = fc_panels(w, kp, 8, 2)  # blocks of 8 outputs, [pair][output][2]
     np8 = -(-n // 8) * 8
-    return kernel(SET, "fc_s8_avx2")(
+    amx = fc_amx_layout(a["rows"], n, kp)
+    call = kernel(SET, "fc_s8amx_avx2" if isinstance(amx, dict) else "fc_s8_avx2")(
         **pick(a, "in out rows k n zx lo hi"), w=Weight("w", packed.astype(np.int8), "int8_t"),
         bias=Weight("bias", padded(bias.astype(np.int32), np8), "int32_t"),
         bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, w, a["zx"]), np8), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], None, mode == 1), "int64_t"),
-        kp=kp, fast=mode, threads=threads_for(options, a["rows"] * n * k)).with_stack(x=max(kp, FC_ROW_MIN))
+        kp=kp, fast=mode, threads=threads_for(options, a["rows"] * n * k)).with_stack(
+        x=max(kp, FC_ROW_MIN), **(amx if isinstance(amx, dict) else {}))
+    call.variant = "amx" if isinstance(amx, dict) else f"no amx: {amx}"
+    return call
+
+
+# fc's amx variant (fc_s8amx_avx2): an A tile holds 16 rows of inputs, so it serves batched
+# layers (a MatMul over a sequence, a Gemm of several rows); one row fills 1/16 of it.
+AMX_FC_MIN_ROWS = 8
+AMX_FC_ROWS_MAX = 64 * 1024  # 16 rows of inputs (x + 128) on the stack
+
+
+def fc_amx_layout(rows: int, n: int, kp: int) -> dict[str, int] | str:
+    """fc's amx stack arrays (16 input rows of whole 64-byte slabs, a 16-output block's B
+    tiles), or why the layer stays on avx512vnni at the amx level."""
+    slabs = -(-kp // 64)
+    if rows < AMX_FC_MIN_ROWS:
+        return f"{rows} row{'s' if rows > 1 else ''} of inputs (fewer than {AMX_FC_MIN_ROWS})"
+    if n < 16:
+        return f"{n} outputs (fewer than 16)"
+    if kp < AMX_MIN_FILL * slabs * 64:
+        return f"{kp} inputs fill under {AMX_MIN_FILL:.0%} of {slabs} x 64-byte tile rows"
+    if kp > AMX_MAX_TAPS:
+        return f"{kp} inputs (more than {AMX_MAX_TAPS}: tdpbuud's int32 sums)"
+    if 16 * slabs * 64 > AMX_FC_ROWS_MAX or slabs * 1024 > AMX_BTILE_MAX:
+        return f"{kp} inputs (16 rows of them more than {AMX_FC_ROWS_MAX} bytes)"
+    return {"xa_amx": 16 * slabs * 64, "btiles_amx": slabs * 1024}
 
 
 
