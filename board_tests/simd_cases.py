@@ -78,6 +78,44 @@ def p2(k: int) -> float:
     return 2.0 ** -k
 
 
+# 1x1 convolutions read in place on neon (`direct`: stride 1, no padding, c % 8 == 0): full tiles of 4
+# pixels and a tail of 1 to 3, the last 2 quads of a pixel from an 8-byte load (c % 16 == 8), 16- and
+# 8-channel blocks, input zero points at both ends (the bias carries -zx * sum(w)), clamps and saturation
+@case("conv2d", (1, 24, 7, 9), ranges=((0.0, 4.0),))
+def simd_conv_1x1_direct_c24(b, x):
+    """c = 24: one 4-quad step, then 2 quads from 8 bytes; 40 outputs (16 + 16 + 8); 63 pixels (a tail of 3);
+    inputs >= 0 (zx = -128); ReLU6"""
+    return b.clip(b.conv(x[0], 24, 40, (1, 1)), 0.0, 6.0)
+
+
+@case("conv2d", (1, 2, 16, 5, 5), ranges=((-4.0, 0.5),))
+def simd_conv_1x1_direct_batch2(b, x):
+    """c = 16, 2 images through a Reshape (one run of 50 pixels: a tail of 2); 24 outputs (16 + 8); zx
+    near +127"""
+    return b.conv(b.reshape(x[0], [2, 16, 5, 5]), 16, 24, (1, 1))
+
+
+@case("conv2d", (1, 8, 3, 7))
+def simd_conv_1x1_direct_c8(b, x):
+    """c = 8: only the 2-quad tail (no full step); 21 pixels (a tail of 1); 9 outputs (one 16 block)"""
+    return b.op("Relu", [b.conv(x[0], 8, 9, (1, 1))])
+
+
+@case("conv2d", (1, 96, 4, 3), ranges=((-2.0, 2.0),))
+def simd_conv_1x1_direct_c96_sat(b, x):
+    """c = 96 (6 steps), full-range int8 weights (-128 included) and an imposed output scale far too
+    fine for the sums: most outputs saturate, at both ends"""
+    w = b.qconst(b.rng.integers(-128, 128, (16, 96, 1, 1)), p2(6))
+    return b.qdq(b.op("Conv", [b.qdq(x[0], p2(6)), w], kernel_shape=[1, 1]), p2(6))
+
+
+@case("conv2d", (1, 16, 6, 5))
+def simd_conv_1x1_panel_padded_strided(b, x):
+    """1x1 layers the direct path declines (padding, stride 2): the panel path"""
+    y = b.conv(x[0], 16, 16, (1, 1), pads=[1, 0, 0, 1])
+    return b.conv(y, 16, 16, (1, 1), strides=[2, 2])
+
+
 @case("conv2d", (1, 2, 7, 9), ranges=((-0.1, 0.1),))
 def simd_qdq_conv_shift31(b, x):
     """imposed scales with a requantization ratio of 1/2 (shift 31): the general 64-bit rule,
@@ -478,13 +516,23 @@ def expected_kernel(cid: str, kernel_set: str, int4: bool) -> str:
     return f"{family}_{'s8w4' if four and family in ('conv2d', 'fc') else 's8'}_{kernel_set}"
 
 
-def main_layer_kernels(info: dict, net: kc.Net) -> dict[str, str]:
-    """case id -> the kernel of the layer that writes the case's output (or, for a fused
-    activation that is a separate layer, the first weighted/pooling layer before it)."""
+def main_layers(info: dict, net: kc.Net) -> dict[str, dict]:
+    """case id -> the build's row of the layer that writes the case's output (or, for a fused
+    activation that is a separate layer, the first weighted/pooling layer before it); {} for none."""
     ops = {"Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Mul", "Softmax"}
     out = {}
     for cid in net.outputs:
         prefix = f"{cid}_"
         layers = [l for l in info["layers"] if l["name"].startswith(prefix) and l["op"] in ops]
-        out[cid] = layers[-1]["kernel"] if layers else "(none)"
+        out[cid] = layers[-1] if layers else {}
     return out
+
+
+def main_layer_kernels(info: dict, net: kc.Net) -> dict[str, str]:
+    """case id -> the kernel of its main layer (main_layers)."""
+    return {cid: layer.get("kernel", "(none)") for cid, layer in main_layers(info, net).items()}
+
+
+# case id -> what the neon rule's variant of its main layer must name: the path the case is there for
+NEON_PATHS = {**{c.id: " direct" for c in CASES if "_1x1_direct_" in c.id},
+              "simd_conv_1x1_panel_padded_strided": "panel: strided 1x1"}
