@@ -303,9 +303,16 @@ def simd_qdq_dw_shift62_wide(b, x):
 # --- shapes of MobileNetV2 / ResNet-50 at 224x224 -----------------------------------------------
 @case("dwconv2d", (1, 96, 112, 112))
 def simd_wide_dw_112x112x96_s2(b, x):
-    """MobileNetV2's second depthwise layer: 113 input columns of 96 channels per panel row,
-    the panel in tiles of output channels"""
+    """MobileNetV2's second depthwise layer: 113 input columns of 96 channels per panel row (21.7 KB:
+    one tile of all channels and bands of 2 output rows within DW_PANEL_BYTES)"""
     return b.clip(b.conv(x[0], 96, 96, (3, 3), group=96, strides=[2, 2], pads=[1, 1, 1, 1]), 0.0, 6.0)
+
+
+@case("dwconv2d", (1, 144, 20, 56), ranges=((0.0, 4.0),))
+def simd_wide_dw_144_s1_zx(b, x):
+    """144 channels, rows of 58 columns (16.7 KB): one tile of all channels filled contiguously, 4
+    bands of 5 output rows (more than PANEL_BYTES would hold); inputs >= 0, so the padding is zx = -128"""
+    return b.clip(b.conv(x[0], 144, 144, (3, 3), group=144, pads=[1, 1, 1, 1]), 0.0, 6.0)
 
 
 @case("conv2d", (1, 64, 3, 224))
