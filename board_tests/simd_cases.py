@@ -97,8 +97,17 @@ def simd_conv_1x1_direct_batch2(b, x):
 
 @case("conv2d", (1, 8, 3, 7))
 def simd_conv_1x1_direct_c8(b, x):
-    """c = 8: only the 2-quad tail (no full step); 21 pixels (a tail of 1); 9 outputs (one 16 block)"""
-    return b.op("Relu", [b.conv(x[0], 8, 9, (1, 1))])
+    """c = 8: only the 2-quad tail (no full step); 21 pixels (a tail of 1); 25 outputs (a full 16 block,
+    then one of 9: the asm tile, then the C one)"""
+    return b.op("Relu", [b.conv(x[0], 8, 25, (1, 1))])
+
+
+@case("conv2d", (1, 16, 3, 5), ranges=((-0.1, 0.1),))
+def simd_qdq_conv_1x1_direct_shift31(b, x):
+    """a direct 1x1 layer with shift 31 (variant rq64): the C tile's 64-bit requantization, not the asm
+    block's 32-bit one; inputs of a few codes keep the outputs off the clamps"""
+    w = b.qconst(b.rng.integers(-1, 2, (16, 16, 1, 1)), p2(6))
+    return b.qdq(b.op("Conv", [b.qdq(x[0], p2(5)), w], kernel_shape=[1, 1]), p2(10))
 
 
 @case("conv2d", (1, 96, 4, 3), ranges=((-2.0, 2.0),))
@@ -541,5 +550,6 @@ def main_layer_kernels(info: dict, net: kc.Net) -> dict[str, str]:
 
 
 # case id -> what the neon rule's variant of its main layer must name: the path the case is there for
-NEON_PATHS = {**{c.id: " direct" for c in CASES if "_1x1_direct_" in c.id},
+# (the direct rq32 layers' full 16-channel tiles run conv2d_s8_neon_direct16's asm; the qdq one, rq64, the C tile)
+NEON_PATHS = {**{c.id: "rq64 direct" if "_qdq_" in c.id else "rq32 direct" for c in CASES if "_1x1_direct_" in c.id},
               "simd_conv_1x1_panel_padded_strided": "panel: strided 1x1"}
