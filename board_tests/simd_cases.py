@@ -118,6 +118,14 @@ def simd_conv_1x1_direct_c96_sat(b, x):
     return b.qdq(b.op("Conv", [b.qdq(x[0], p2(6)), w], kernel_shape=[1, 1]), p2(6))
 
 
+@case("conv2d", (1, 32, 3, 6), ranges=((-2.0, 2.0),))
+def simd_qdq_conv_1x1_direct_relu_clamp(b, x):
+    """a direct rq32 layer whose clamp acts (a Relu quantized with zero point 0: lo = 0), so the asm
+    block's SMAX/SMIN run (where lo = -128 and hi = 127 it leaves them out); 18 pixels"""
+    w = b.qconst(b.rng.integers(-20, 21, (16, 32, 1, 1)), p2(6))
+    return b.qdq(b.op("Relu", [b.op("Conv", [b.qdq(x[0], p2(5)), w], kernel_shape=[1, 1])]), p2(4))
+
+
 @case("conv2d", (1, 16, 6, 5))
 def simd_conv_1x1_panel_padded_strided(b, x):
     """1x1 layers the direct path declines (padding, stride 2): the panel path"""
@@ -551,5 +559,6 @@ def main_layer_kernels(info: dict, net: kc.Net) -> dict[str, str]:
 
 # case id -> what the neon rule's variant of its main layer must name: the path the case is there for
 # (the direct rq32 layers' full 16-channel tiles run conv2d_s8_neon_direct16's asm; the qdq one, rq64, the C tile)
-NEON_PATHS = {**{c.id: "rq64 direct" if "_qdq_" in c.id else "rq32 direct" for c in CASES if "_1x1_direct_" in c.id},
+NEON_PATHS = {**{c.id: "rq32 direct" for c in CASES if "_1x1_direct_" in c.id},
+              "simd_qdq_conv_1x1_direct_shift31": "rq64 direct",
               "simd_conv_1x1_panel_padded_strided": "panel: strided 1x1"}
