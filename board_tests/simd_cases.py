@@ -126,6 +126,16 @@ def simd_qdq_conv_1x1_direct_relu_clamp(b, x):
     return b.qdq(b.op("Relu", [b.op("Conv", [b.qdq(x[0], p2(5)), w], kernel_shape=[1, 1])]), p2(4))
 
 
+@case("conv2d", (1, 8, 7, 9), ranges=((-2.0, 2.0),))
+def simd_qdq_conv_3x3_panel_relu_clamp(b, x):
+    """the panel path's asm tile (rq32, 16 channels): kernel rows of 24 taps (one 4-quad step, then 2
+    quads), a Relu quantized with zero point 0 (the clamping body); 24 outputs (the asm's block, then
+    the C tile's 8); 63 pixels"""
+    w = b.qconst(b.rng.integers(-20, 21, (24, 8, 3, 3)), p2(6))
+    y = b.op("Conv", [b.qdq(x[0], p2(5)), w], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    return b.qdq(b.op("Relu", [y]), p2(4))
+
+
 @case("conv2d", (1, 16, 6, 5))
 def simd_conv_1x1_panel_padded_strided(b, x):
     """1x1 layers the direct path declines (padding, stride 2): the panel path"""
