@@ -152,6 +152,23 @@ def simd_qdq_conv_shift31(b, x):
 
 
 # --- depthwise ----------------------------------------------------------------------------------
+@case("dwconv2d", (1, 16, 6, 9), ranges=((-2.0, 2.0),))
+def simd_qdq_dw_relu_clamp_s1(b, x):
+    """rq32 3x3 stride 1 (the asm pairs, SHARE 1) with a Relu quantized with zero point 0 (lo = 0: the
+    clamping body); rows of 9 (4 pairs and the C step's odd pixel)"""
+    w = b.qconst(b.rng.integers(-20, 21, (16, 1, 3, 3)), p2(6))
+    y = b.op("Conv", [b.qdq(x[0], p2(5)), w], group=16, kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    return b.qdq(b.op("Relu", [y]), p2(4))
+
+
+@case("dwconv2d", (1, 24, 9, 12), ranges=((-2.0, 2.0),))
+def simd_qdq_dw_relu_clamp_s2(b, x):
+    """the same at stride 2 (SHARE 2: A reads columns 0-2, B 2-4); rows of 6 output pixels"""
+    w = b.qconst(b.rng.integers(-20, 21, (24, 1, 3, 3)), p2(6))
+    y = b.op("Conv", [b.qdq(x[0], p2(5)), w], group=24, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    return b.qdq(b.op("Relu", [y]), p2(4))
+
+
 @case("dwconv2d", (1, 40, 9, 11))
 def simd_dw_c40(b, x):
     """40 channels: blocks 16 + 16 + a partial one"""
