@@ -78,6 +78,71 @@ def p2(k: int) -> float:
     return 2.0 ** -k
 
 
+# 1x1 convolutions read in place on neon (`direct`: stride 1, no padding, c % 8 == 0): full tiles of 4
+# pixels and a tail of 1 to 3, the last 2 quads of a pixel from an 8-byte load (c % 16 == 8), 16- and
+# 8-channel blocks, input zero points at both ends (the bias carries -zx * sum(w)), clamps and saturation
+@case("conv2d", (1, 24, 7, 9), ranges=((0.0, 4.0),))
+def simd_conv_1x1_direct_c24(b, x):
+    """c = 24: one 4-quad step, then 2 quads from 8 bytes; 40 outputs (16 + 16 + 8); 63 pixels (a tail of 3);
+    inputs >= 0 (zx = -128); ReLU6"""
+    return b.clip(b.conv(x[0], 24, 40, (1, 1)), 0.0, 6.0)
+
+
+@case("conv2d", (1, 2, 16, 5, 5), ranges=((-4.0, 0.5),))
+def simd_conv_1x1_direct_batch2(b, x):
+    """c = 16, 2 images through a Reshape (one run of 50 pixels: a tail of 2); 24 outputs (16 + 8); zx
+    near +127"""
+    return b.conv(b.reshape(x[0], [2, 16, 5, 5]), 16, 24, (1, 1))
+
+
+@case("conv2d", (1, 8, 3, 7))
+def simd_conv_1x1_direct_c8(b, x):
+    """c = 8: only the 2-quad tail (no full step); 21 pixels (a tail of 1); 25 outputs (a full 16 block,
+    then one of 9: the asm tile, then the C one)"""
+    return b.op("Relu", [b.conv(x[0], 8, 25, (1, 1))])
+
+
+@case("conv2d", (1, 16, 3, 5), ranges=((-0.1, 0.1),))
+def simd_qdq_conv_1x1_direct_shift31(b, x):
+    """a direct 1x1 layer with shift 31 (variant rq64): the C tile's 64-bit requantization, not the asm
+    block's 32-bit one; inputs of a few codes keep the outputs off the clamps"""
+    w = b.qconst(b.rng.integers(-1, 2, (16, 16, 1, 1)), p2(6))
+    return b.qdq(b.op("Conv", [b.qdq(x[0], p2(5)), w], kernel_shape=[1, 1]), p2(10))
+
+
+@case("conv2d", (1, 96, 4, 3), ranges=((-2.0, 2.0),))
+def simd_conv_1x1_direct_c96_sat(b, x):
+    """c = 96 (6 steps), full-range int8 weights (-128 included) and an imposed output scale far too
+    fine for the sums: most outputs saturate, at both ends"""
+    w = b.qconst(b.rng.integers(-128, 128, (16, 96, 1, 1)), p2(6))
+    return b.qdq(b.op("Conv", [b.qdq(x[0], p2(6)), w], kernel_shape=[1, 1]), p2(6))
+
+
+@case("conv2d", (1, 32, 3, 6), ranges=((-2.0, 2.0),))
+def simd_qdq_conv_1x1_direct_relu_clamp(b, x):
+    """a direct rq32 layer whose clamp acts (a Relu quantized with zero point 0: lo = 0), so the asm
+    block's SMAX/SMIN run (where lo = -128 and hi = 127 it leaves them out); 18 pixels"""
+    w = b.qconst(b.rng.integers(-20, 21, (16, 32, 1, 1)), p2(6))
+    return b.qdq(b.op("Relu", [b.op("Conv", [b.qdq(x[0], p2(5)), w], kernel_shape=[1, 1])]), p2(4))
+
+
+@case("conv2d", (1, 8, 7, 9), ranges=((-2.0, 2.0),))
+def simd_qdq_conv_3x3_panel_relu_clamp(b, x):
+    """the panel path's asm tile (rq32, 16 channels): kernel rows of 24 taps (one 4-quad step, then 2
+    quads), a Relu quantized with zero point 0 (the clamping body); 24 outputs (the asm's block, then
+    the C tile's 8); 63 pixels"""
+    w = b.qconst(b.rng.integers(-20, 21, (24, 8, 3, 3)), p2(6))
+    y = b.op("Conv", [b.qdq(x[0], p2(5)), w], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    return b.qdq(b.op("Relu", [y]), p2(4))
+
+
+@case("conv2d", (1, 16, 6, 5))
+def simd_conv_1x1_panel_padded_strided(b, x):
+    """1x1 layers the direct path declines (padding, stride 2): the panel path"""
+    y = b.conv(x[0], 16, 16, (1, 1), pads=[1, 0, 0, 1])
+    return b.conv(y, 16, 16, (1, 1), strides=[2, 2])
+
+
 @case("conv2d", (1, 2, 7, 9), ranges=((-0.1, 0.1),))
 def simd_qdq_conv_shift31(b, x):
     """imposed scales with a requantization ratio of 1/2 (shift 31): the general 64-bit rule,
@@ -108,6 +173,23 @@ def simd_amx_qdq_conv_1x1_zp(b, x):
 
 
 # --- depthwise ----------------------------------------------------------------------------------
+@case("dwconv2d", (1, 16, 6, 9), ranges=((-2.0, 2.0),))
+def simd_qdq_dw_relu_clamp_s1(b, x):
+    """rq32 3x3 stride 1 (the asm pairs, SHARE 1) with a Relu quantized with zero point 0 (lo = 0: the
+    clamping body); rows of 9 (4 pairs and the C step's odd pixel)"""
+    w = b.qconst(b.rng.integers(-20, 21, (16, 1, 3, 3)), p2(6))
+    y = b.op("Conv", [b.qdq(x[0], p2(5)), w], group=16, kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    return b.qdq(b.op("Relu", [y]), p2(4))
+
+
+@case("dwconv2d", (1, 24, 9, 12), ranges=((-2.0, 2.0),))
+def simd_qdq_dw_relu_clamp_s2(b, x):
+    """the same at stride 2 (SHARE 2: A reads columns 0-2, B 2-4); rows of 6 output pixels"""
+    w = b.qconst(b.rng.integers(-20, 21, (24, 1, 3, 3)), p2(6))
+    y = b.op("Conv", [b.qdq(x[0], p2(5)), w], group=24, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    return b.qdq(b.op("Relu", [y]), p2(4))
+
+
 @case("dwconv2d", (1, 40, 9, 11))
 def simd_dw_c40(b, x):
     """40 channels: blocks 16 + 16 + a partial one"""
@@ -286,9 +368,16 @@ def simd_qdq_dw_shift62_wide(b, x):
 # --- shapes of MobileNetV2 / ResNet-50 at 224x224 -----------------------------------------------
 @case("dwconv2d", (1, 96, 112, 112))
 def simd_wide_dw_112x112x96_s2(b, x):
-    """MobileNetV2's second depthwise layer: 113 input columns of 96 channels per panel row,
-    the panel in tiles of output channels"""
+    """MobileNetV2's second depthwise layer: 113 input columns of 96 channels per panel row (21.7 KB:
+    one tile of all channels and bands of 2 output rows within DW_PANEL_BYTES)"""
     return b.clip(b.conv(x[0], 96, 96, (3, 3), group=96, strides=[2, 2], pads=[1, 1, 1, 1]), 0.0, 6.0)
+
+
+@case("dwconv2d", (1, 144, 20, 56), ranges=((0.0, 4.0),))
+def simd_wide_dw_144_s1_zx(b, x):
+    """144 channels, rows of 58 columns (16.7 KB): one tile of all channels filled contiguously, 4
+    bands of 5 output rows (more than PANEL_BYTES would hold); inputs >= 0, so the padding is zx = -128"""
+    return b.clip(b.conv(x[0], 144, 144, (3, 3), group=144, pads=[1, 1, 1, 1]), 0.0, 6.0)
 
 
 @case("conv2d", (1, 64, 3, 224))
@@ -517,13 +606,25 @@ def expected_kernel(cid: str, kernel_set: str, int4: bool) -> str:
     return f"{family}_{'s8w4' if four and family in ('conv2d', 'fc') else 's8'}_{kernel_set}"
 
 
-def main_layer_kernels(info: dict, net: kc.Net) -> dict[str, str]:
-    """case id -> the kernel of the layer that writes the case's output (or, for a fused
-    activation that is a separate layer, the first weighted/pooling layer before it)."""
+def main_layers(info: dict, net: kc.Net) -> dict[str, dict]:
+    """case id -> the build's row of the layer that writes the case's output (or, for a fused
+    activation that is a separate layer, the first weighted/pooling layer before it); {} for none."""
     ops = {"Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Mul", "Softmax"}
     out = {}
     for cid in net.outputs:
         prefix = f"{cid}_"
         layers = [l for l in info["layers"] if l["name"].startswith(prefix) and l["op"] in ops]
-        out[cid] = layers[-1]["kernel"] if layers else "(none)"
+        out[cid] = layers[-1] if layers else {}
     return out
+
+
+def main_layer_kernels(info: dict, net: kc.Net) -> dict[str, str]:
+    """case id -> the kernel of its main layer (main_layers)."""
+    return {cid: layer.get("kernel", "(none)") for cid, layer in main_layers(info, net).items()}
+
+
+# case id -> what the neon rule's variant of its main layer must name: the path the case is there for
+# (the direct rq32 layers' full 16-channel tiles run conv2d_s8_neon_direct16's asm; the qdq one, rq64, the C tile)
+NEON_PATHS = {**{c.id: "rq32 direct" for c in CASES if "_1x1_direct_" in c.id},
+              "simd_qdq_conv_1x1_direct_shift31": "rq64 direct",
+              "simd_conv_1x1_panel_padded_strided": "panel: strided 1x1"}

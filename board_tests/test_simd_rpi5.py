@@ -116,6 +116,9 @@ def test_neon_kernels_are_selected_and_equal_host(rpi5_group, tmp_path_factory, 
     chosen = sc.main_layer_kernels(run.info, run.net)
     for cid in sc.GROUPS[group]:
         assert chosen[cid] == sc.expected_kernel(cid, "neon", int4=True), f"{cid}: {chosen[cid]}"
+    layers = sc.main_layers(run.info, run.net)
+    for cid in [c for c in sc.GROUPS[group] if c in sc.NEON_PATHS]:  # the path the case is there for
+        assert sc.NEON_PATHS[cid] in layers[cid].get("variant", ""), f"{cid}: {layers[cid].get('variant')}"
     host = kc.build(run.net, tmp_path_factory.mktemp(f"host_{group}") / "out", "host", PROFILE, "int8")
     with runtime.load(host["artifacts"]["so"]) as model:
         for i, s in enumerate(run.samples):

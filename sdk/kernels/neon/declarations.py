@@ -12,7 +12,7 @@ declare(SET, "add_s8_neon", In("a", "int8_t"), In("b", "int8_t"), Out("out", "in
         *I("ma mb mah mal mbh mbl c0 shift zy lo hi", "int32_t"))
 declare(SET, "conv2d_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
         W("mult", "int32_t"), W("rq", "int64_t"), W("rs", "int32_t"),
-        *I("n h wd c oh ow oc kh kw sh sw pt pl kq band wide rq32"),
+        *I("n h wd c oh ow oc kh kw sh sw pt pl kq band wide rq32 direct"),
         *I("zx zy lo hi", "int32_t"), *I("threads"))
 declare(SET, "dwconv2d_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int16_t"), W("bias", "int32_t"),
         W("mult", "int32_t"), W("rq", "int64_t"), W("rs", "int32_t"),

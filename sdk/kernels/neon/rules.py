@@ -19,7 +19,7 @@ import numpy as np
 
 from ..contract import Declined, KernelCall, Weight, kernel
 from ..kernel_sets import Answer, KernelSet, register_kernel_set
-from ..simd_layout import (INT32_LIMIT, PANEL_BYTES, PANEL_MAX_BYTES, acc_bounds, band_rows, channel_blocks,
+from ..simd_layout import (INT32_LIMIT, PANEL_MAX_BYTES, acc_bounds, band_rows, channel_blocks,
                            channel_tile, conv_panels, conv_tap_rows, dense_conv_weights, fc_panels, int8_constants, padded, panel_band, pick,
                            requant_table_neon, threads_for, zero_point_bias)
 from ..requant import add_offset
@@ -86,16 +86,44 @@ def conv_s8(c: KernelCall, node, g, options) -> Answer:
         return Declined(PANEL_TOO_WIDE)
     macs = a["n"] * a["oh"] * a["ow"] * oc * kh * kw * ch
     rq, variant = requant_variant_args(w, bias, mult, shift, ocp)
+    direct = direct_reason({**a, "kh": kh, "kw": kw})
     call = kernel(SET, "conv2d_s8_neon")(
         **{**pick(a, "in out oc zx zy lo hi " + CONV_GEOMETRY), "kh": kh, "kw": kw},
         w=Weight("w8", packed.astype(np.int8), "int8_t"),
         bias=Weight("bias_zx", padded(bias_zx, ocp), "int32_t"), **rq,
-        kq=kr // 4, band=band, threads=threads_for(options, macs)).with_stack(
-        panel=panel_elements(band, a["sh"], kh, rowlen))
-    call.variant = variant
+        kq=kr // 4, band=band, direct=int(direct == ""), threads=threads_for(options, macs)).with_stack(
+        panel=panel_elements(band, a["sh"], kh, rowlen))  # the int4 twin reads a panel whatever `direct` says
+    call.variant = variant if direct is None else (f"{variant} direct" if direct == "" else f"{variant} panel: {direct}")
     return call
 
 
+def direct_reason(a: dict) -> str | None:
+    """Whether conv2d_s8_neon reads a 1x1 layer's input in place (`direct`, no panel): "" when it does,
+    else why not; None for layers with a larger kernel (always a panel). In place, the pixels a
+    tile reads must be the input's own, c bytes apart (no stride, no padding) and the last quads
+    of a pixel must be read without passing the input's end: 4 quads (16 bytes) at a time, then 2 (8
+    bytes), which needs c % 8 == 0. Per 4 x 16 tile this saves the panel copy and the pixel
+    pointer walk (MobileNetV2's 1x1 layers with 16 to 64 inputs: 11% to 25% of their instructions)."""
+    if a["kh"] != 1 or a["kw"] != 1:
+        return None
+    if a["sh"] != 1 or a["sw"] != 1:
+        return "strided 1x1"
+    if a["pt"] or a["pl"] or a["oh"] != a["h"] or a["ow"] != a["wd"]:
+        return "padded 1x1"
+    if a["c"] % 8:
+        return "1x1 with c % 8 != 0 (its last quads would read past the input)"
+    return ""
+
+
+# dwconv2d_s8_neon's int16 panel budget (per thread): larger than the convolutions' PANEL_BYTES because a
+# depthwise layer's panel is wide (2 bytes per channel) and refilled often: with 48 KB, MobileNetV2's
+# stride-2 layers (96 and 144 channels, rows 113 and 57 wide) took tiles of 32 or 72 channels and bands of
+# 2 output rows, refilling 5 input rows per 2 output rows pixel by pixel: 1.08 to 1.23 instructions per
+# MAC. With this budget a tile holds every channel (the contiguous fill) and bands are longer:
+# 0.81/MAC (bench_aarch64, per layer). Linux aarch64 boards (the set's: rpi5, jetson) give the calling
+# thread megabytes of stack and cuvil_parallel's threads 1 MB; 128 KB is twice a Cortex-A76's L1 and a
+# quarter of its L2.
+DW_PANEL_BYTES = 128 * 1024
 # dwconv2d_s8_neon's panel fill, in instructions per panel column and row (measured on its loops):
 # the contiguous path (dm == 1, one tile of all channels) 5 per 32 channels, the per-pixel path
 # 6 plus 5 per 16 channels; and per band and block of 8 channels the 3x3 path's set-up
@@ -106,11 +134,11 @@ def depthwise_tile(oc: int, c: int, oh: int, sh: int, span: int, cols: int) -> t
     """(ct, band) of dwconv2d_s8_neon: the channel tile (a multiple of 8) and the output rows per
     band with the fewest estimated instructions for filling the int16 panel (each band fills
     its (band - 1) * sh + span input rows again, a narrower tile leaves room for more rows)
-    and setting up blocks, among tiles whose band fits PANEL_BYTES; channel_tile's when none does."""
+    and setting up blocks, among tiles whose band fits DW_PANEL_BYTES; channel_tile's when none does."""
     cp = -(-oc // 8) * 8
     best = None
     for ct in range(8, cp + 1, 8):
-        band = band_rows(oh, sh, span, cols * ct * 2, PANEL_BYTES)
+        band = band_rows(oh, sh, span, cols * ct * 2, DW_PANEL_BYTES)
         if band == 0:
             continue
         bands = -(-oh // band)
