@@ -121,7 +121,7 @@ def test_host_threads2_equals_threads1_and_reference(tmp_path_factory, net, prec
     calib = net.calib if precision == "int8" else None
     infos = {t: build(folder / f"t{t}", "host", net.path, calib, precision, t, net.name) for t in (1, 2)}
     calls = [l for l in (Path(infos[2]["out_dir"]) / "src" / f"{net.name}.c").read_text().splitlines()
-             if re.search(r"(conv2d|fc)_(s8|f32)_avx2\(", l)]
+             if re.search(r"(conv2d|fc)_(s8|s8amx|f32)_avx2\(", l)]
     assert len(calls) == len(IDS) and all(re.search(r", 2\); /\* layer \d+ \*/$", l) for l in calls), calls
     samples = kc.float_samples(net, 3, seed=41)
     g = kc.reference_graph(net, "host", PROFILE, precision)
