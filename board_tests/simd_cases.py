@@ -50,6 +50,13 @@ def simd_conv_5x5_oc9(b, x):
     return b.conv(x[0], 4, 9, (5, 5), pads=[2, 2, 2, 2])
 
 
+@case("conv2d", (1, 8, 6, 7))
+def simd_conv_oc28_tail(b, x):
+    """28 output channels: a 16 block of 12 with the fast requantization (the zmm tile's masked
+    stores)"""
+    return b.op("Relu", [b.conv(x[0], 8, 28, (3, 3), pads=[1, 1, 1, 1])])
+
+
 @case("conv2d", (1, 3, 16, 17))
 def simd_conv_odd_row_taps(b, x):
     """kw * c = 9 taps per kernel row: padded to 10 (int16 pairs) or 12 (SDOT quads)"""
@@ -194,6 +201,19 @@ def simd_qdq_dw_relu_clamp_s2(b, x):
 def simd_dw_c40(b, x):
     """40 channels: blocks 16 + 16 + a partial one"""
     return b.op("Relu", [b.conv(x[0], 40, 40, (3, 3), group=40, pads=[1, 1, 1, 1])])
+
+
+@case("dwconv2d", (1, 28, 7, 9))
+def simd_dw_c28_s1(b, x):
+    """28 channels, 3x3 stride 1: a 16-channel zmm block of 12 lanes stored (avx512vnni), rows of
+    9 (the odd last pixel)"""
+    return b.op("Relu", [b.conv(x[0], 28, 28, (3, 3), group=28, pads=[1, 1, 1, 1])])
+
+
+@case("dwconv2d", (1, 28, 9, 11))
+def simd_dw_c28_s2(b, x):
+    """the same at stride 2 (the zmm 3x3 row)"""
+    return b.op("Relu", [b.conv(x[0], 28, 28, (3, 3), group=28, strides=[2, 2], pads=[1, 1, 1, 1])])
 
 
 @case("dwconv2d", (1, 24, 13, 12))

@@ -57,12 +57,12 @@ CPU_FLAGS = {"amx": AVX512VNNI_FLAGS | {"amx_tile", "amx_int8"}, "avx512vnni": A
 # and the wide requantization, fc tails of 1..3 blocks; depthwise with 5x5 taps (an odd count
 # of column pairs), a depth multiplier, dilation, bands; layers that take the amx variant (simd_cases.AMX_IDS)
 # and layers that decline it
-GRID_IDS = ["simd_conv_c19_oc40", "simd_conv_1x1_oc17", "simd_conv_odd_row_taps", "simd_conv_dscnn_stem",
+GRID_IDS = ["simd_conv_c19_oc40", "simd_conv_1x1_oc17", "simd_conv_oc28_tail", "simd_conv_odd_row_taps", "simd_conv_dscnn_stem",
             "simd_conv_bands", "simd_conv_grouped4", "simd_qdq_conv_shift31", "simd_qdq_conv_shift62_wide",
             "simd_amx_conv_s2_oc40", "simd_amx_qdq_conv_1x1_zp",
             "simd_gemm_k301_n70", "simd_gemm_k8_n5", "simd_amx_gemm_rows20_k150_n52",
             "simd_gemm_rows4", "simd_qdq_gemm_shift62_wide",
-            "simd_qdq_gemm_mult_near_2_31", "simd_dw_c40", "simd_dw_5x5_s2", "simd_dw_2x2_asym", "simd_dw_bands",
+            "simd_qdq_gemm_mult_near_2_31", "simd_dw_c40", "simd_dw_c28_s1", "simd_dw_c28_s2", "simd_dw_5x5_s2", "simd_dw_2x2_asym", "simd_dw_bands",
             "simd_dw_mult2_s2", "simd_dw_dilated", "simd_qdq_dw_shift62_wide",
             # int4 weights (the grid is built with int4=True): the variants' quads built from nibbles
             "simd_w4_conv_c19_oc40", "simd_w4_conv_1x1_oc17", "simd_w4_conv_odd_row_taps", "simd_w4_gemm_k301_n70",
@@ -242,13 +242,17 @@ def functions(lib: Path) -> dict[str, list[str]]:
 def test_variant_objects_hold_vpdpbusd_and_entry_points_no_avx(grid):
     fns = functions(Path(grid["info"]["artifacts"]["so"]))
     for part in PART_FUNCTIONS:
+        assert not any("vpdpbusd" in i or "%zmm" in i for i in fns[part]), f"{part} (avx2) uses VNNI or zmm"
+        if part == "dwconv2d_s8_avx2_part":  # depthwise: column pairs, 16 channels a zmm, no quads
+            assert f"{part}_avxvnni" not in fns, part
+            zmm = [f for f in fns if f.startswith("dwconv2d_s8_avx2_") and ("_zmm" in f or "avx512vnni" in f)]
+            assert any(i.startswith("vpmaddwd") and "%zmm" in i for f in zmm for i in fns[f]), zmm
+            continue
         vex = [i for i in fns[f"{part}_avxvnni"] if "vpdpbusd" in i]
         evex = [i for i in fns[f"{part}_avx512vnni"] if "vpdpbusd" in i]
         assert vex and all(i.startswith("{vex} vpdpbusd") and "%ymm" in i for i in vex), part
         assert evex and not [i for i in evex if i.startswith("{vex}")], f"{part}: no EVEX vpdpbusd"
-        if part != "dwconv2d_s8_avx2_part":  # depthwise: 8 channels a vector (ymm, EVEX)
-            assert any("%zmm" in i for i in evex), f"{part}: no vpdpbusd on zmm"
-        assert not any("vpdpbusd" in i or "%zmm" in i for i in fns[part]), f"{part} (avx2) uses VNNI or zmm"
+        assert any("%zmm" in i for i in evex), f"{part}: no vpdpbusd on zmm"
     # the amx variants: tdpbuud only (on Bochs 3.0, which multiplies the signed forms' bytes as
     # unsigned, tdpbusd would pass the grid), and no other function touches the tiles
     amx_parts = {"conv2d_s8amx_avx2_part_amx", "fc_s8amx_avx2_part_amx"}

@@ -10,7 +10,7 @@ declare(SET, "conv2d_s8_avx2", In("in", "int8_t"), Out("out", "int8_t"), W("w", 
         W("bias_vnni", "int32_t"), W("rq", "int64_t"), *I("n h wd c oh ow oc kh kw sh sw pt pl kr band fast"), *I("zx lo hi", "int32_t"),
         *I("threads"))
 declare(SET, "dwconv2d_s8_avx2", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
-        W("bias_vnni", "int32_t"), W("rq", "int64_t"), *I("n h wd c oh ow oc kh kw sh sw dh dw pt pl dm ct band fast odd"), *I("zx lo hi", "int32_t"),
+        W("rq", "int64_t"), *I("n h wd c oh ow oc kh kw sh sw dh dw pt pl dm ct band fast odd"), *I("zx lo hi", "int32_t"),
         *I("threads"))
 declare(SET, "fc_s8_avx2", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
         W("bias_vnni", "int32_t"), W("rq", "int64_t"), *I("rows k n kp fast"), *I("zx lo hi", "int32_t"), *I("threads"))

@@ -159,23 +159,18 @@ def depthwise_s8(a: dict, w, bias, mult, shift, mode: int, options) -> Answer:
         **pick(a, "in out oc zx lo hi dh dw " + CONV_GEOMETRY), dm=oc // a["c"], ct=ct,
         w=Weight("w", packed.astype(np.int8), "int8_t"),
         bias=Weight("bias", padded(bias.astype(np.int32), ocp), "int32_t"),
-        bias_vnni=Weight("bias_vnni", padded(vnni_bias(bias, w.reshape(oc, -1), a["zx"]), ocp), "int32_t"),
         rq=Weight("rq", requant_table_avx2(mult, shift, a["zy"], lanes_for(oc, ocp), mode == 1), "int64_t"),
         band=band, fast=mode, odd=int(odd), threads=threads_for(options, macs, depthwise=True)).with_stack(
         **depthwise_stack(a, ct, band, span))
 
 
 def depthwise_stack(a: dict, ct: int, band: int, span: int) -> dict[str, int]:
-    """dwconv2d_s8_avx2's stack arrays: the int16 column-pair panel and its input row (avx2),
-    the byte quad panel and row (VNNI variants, whose quads start at qcols columns), and the
-    taps' weights and offsets (kh * kwp column pairs; the quads are fewer)."""
-    kw, sw, dw = a["kw"], a["sw"], a["dw"]
+    """dwconv2d_s8_avx2's stack arrays: the int16 column-pair panel, its input row, and the taps'
+    weights and offsets (kh * kwp column pairs)."""
+    kw, dw = a["kw"], a["dw"]
     kwp = (kw + 1) // 2
-    kwq = (kwp + 1) // 2
-    cols = (a["ow"] - 1) * sw + (kw - 1) * dw + 1
-    qcols = (a["ow"] - 1) * sw + 4 * (kwq - 1) * dw + 1
+    cols = (a["ow"] - 1) * a["sw"] + (kw - 1) * dw + 1
     return {"panel": panel_elements(band, a["sh"], span, cols * ct * 2), "row": (cols + dw) * ct,
-            "panel_u8": panel_elements(band, a["sh"], span, qcols * ct * 4), "row_u8": (qcols + 3 * dw) * ct,
             "taps": a["kh"] * kwp}
 
 
