@@ -56,7 +56,7 @@ CPU_FLAGS = {"amx": AVX512VNNI_FLAGS | {"amx_tile", "amx_int8"}, "avx512vnni": A
 # block and tile remainders, taps padded to quads, one input channel, bands, groups, the fast
 # and the wide requantization, fc tails of 1..3 blocks; depthwise with 5x5 taps (an odd count
 # of column pairs), a depth multiplier, dilation, bands; layers that take the amx variant (simd_cases.AMX_IDS)
-# and layers that decline it
+# and layers that decline it; the Add cases
 GRID_IDS = ["simd_conv_c19_oc40", "simd_conv_1x1_oc17", "simd_conv_oc28_tail", "simd_conv_odd_row_taps", "simd_conv_dscnn_stem",
             "simd_conv_bands", "simd_conv_grouped4", "simd_qdq_conv_shift31", "simd_qdq_conv_shift62_wide",
             "simd_amx_conv_s2_oc40", "simd_amx_qdq_conv_1x1_zp",
@@ -64,6 +64,10 @@ GRID_IDS = ["simd_conv_c19_oc40", "simd_conv_1x1_oc17", "simd_conv_oc28_tail", "
             "simd_gemm_rows4", "simd_qdq_gemm_shift62_wide",
             "simd_qdq_gemm_mult_near_2_31", "simd_dw_c40", "simd_dw_c28_s1", "simd_dw_c28_s2", "simd_dw_5x5_s2", "simd_dw_2x2_asym", "simd_dw_bands",
             "simd_dw_mult2_s2", "simd_dw_dilated", "simd_qdq_dw_shift62_wide",
+            # Add (the avx512vnni variant): tails, zero-point edges, scales far apart, broadcasts, saturation
+            "simd_add_1000", "simd_add_relu_c48", "simd_add_bcast_channel", "simd_add_bcast_scalar",
+            "simd_add_tail15_zp_edges", "simd_add_tail1_extreme_scales", "simd_add_bcast_pixel_first",
+            "simd_add_bcast_scalar_first", "simd_add_saturating",
             # int4 weights (the grid is built with int4=True): the variants' quads built from nibbles
             "simd_w4_conv_c19_oc40", "simd_w4_conv_1x1_oc17", "simd_w4_conv_odd_row_taps", "simd_w4_gemm_k301_n70",
             "simd_w4_gemm_rows4"]
