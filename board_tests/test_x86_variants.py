@@ -59,7 +59,8 @@ CPU_FLAGS = {"amx": AVX512VNNI_FLAGS | {"amx_tile", "amx_int8"}, "avx512vnni": A
 # and layers that decline it; the Add cases
 GRID_IDS = ["simd_conv_c19_oc40", "simd_conv_1x1_oc17", "simd_conv_oc28_tail", "simd_conv_odd_row_taps", "simd_conv_dscnn_stem",
             "simd_conv_bands", "simd_conv_grouped4", "simd_qdq_conv_shift31", "simd_qdq_conv_shift62_wide",
-            "simd_amx_conv_s2_oc40", "simd_amx_qdq_conv_1x1_zp",
+            "simd_amx_conv_s2_oc40", "simd_amx_qdq_conv_1x1_zp", "simd_qdq_conv_1x1_direct_relu_clamp",
+            "simd_qdq_conv_3x3_panel_relu_clamp", "simd_conv_1x1_direct_c96_sat",
             "simd_gemm_k301_n70", "simd_gemm_k8_n5", "simd_amx_gemm_rows20_k150_n52",
             "simd_gemm_rows4", "simd_qdq_gemm_shift62_wide",
             "simd_qdq_gemm_mult_near_2_31", "simd_dw_c40", "simd_dw_c28_s1", "simd_dw_c28_s2", "simd_dw_5x5_s2", "simd_dw_2x2_asym", "simd_dw_bands",
