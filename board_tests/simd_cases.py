@@ -216,6 +216,27 @@ def simd_dw_c28_s2(b, x):
     return b.op("Relu", [b.conv(x[0], 28, 28, (3, 3), group=28, strides=[2, 2], pads=[1, 1, 1, 1])])
 
 
+@case("dwconv2d", (1, 32, 9, 12))
+def simd_dw_dot_s2_c32(b, x):
+    """neon's dot path (3x3, 16-channel blocks, rq32) at stride 2: the panel's one quad column per
+    output pixel, edge columns on both sides"""
+    return b.op("Relu", [b.conv(x[0], 32, 32, (3, 3), group=32, strides=[2, 2], pads=[1, 1, 1, 1])])
+
+
+@case("dwconv2d", (1, 16, 7, 5))
+def simd_dw_dot_asym_c16(b, x):
+    """the dot path with padding on one side of each axis only (an edge column where j + 2 passes
+    the row, none before it), 5 columns"""
+    return b.conv(x[0], 16, 16, (3, 3), group=16, pads=[0, 0, 2, 2])
+
+
+@case("dwconv2d", (1, 96, 24, 112))
+def simd_dw_dot_tiles_s2(b, x):
+    """96 channels over rows 56 output pixels wide at stride 2: the dot path's channel tile (64,
+    then 32) and bands of the panel budget"""
+    return b.conv(x[0], 96, 96, (3, 3), group=96, strides=[2, 2], pads=[1, 1, 1, 1])
+
+
 @case("dwconv2d", (1, 24, 13, 12))
 def simd_dw_5x5_s2(b, x):
     """25 taps: the last pair padded with a zero-weight tap"""

@@ -16,7 +16,7 @@ declare(SET, "conv2d_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), W("w", 
         *I("zx zy lo hi", "int32_t"), *I("threads"))
 declare(SET, "dwconv2d_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int16_t"), W("bias", "int32_t"),
         W("mult", "int32_t"), W("rq", "int64_t"), W("rs", "int32_t"),
-        *I("n h wd c oh ow oc kh kw sh sw dh dw pt pl dm ct band wide rq32"),
+        *I("n h wd c oh ow oc kh kw sh sw dh dw pt pl dm ct band wide rq32 dot"),
         *I("zx zy lo hi", "int32_t"), *I("threads"))
 declare(SET, "fc_s8_neon", In("in", "int8_t"), Out("out", "int8_t"), W("w", "int8_t"), W("bias", "int32_t"),
         W("mult", "int32_t"), W("rq", "int64_t"), *I("rows k n kp wide"), *I("zy lo hi", "int32_t"), *I("threads"))

@@ -128,6 +128,7 @@ DW_PANEL_BYTES = 128 * 1024
 # the contiguous path (dm == 1, one tile of all channels) 5 per 32 channels, the per-pixel path
 # 6 plus 5 per 16 channels; and per band and block of 8 channels the 3x3 path's set-up
 DW_FILL_RUN, DW_FILL_PIXEL, DW_FILL_LANES, DW_BLOCK_SETUP = 5 / 32, 6, 5 / 16, 40
+DW_DOT_BAND = 4  # the dot path: output rows per band its channel tile is sized for (3 + 3 * sh panel rows)
 
 
 def depthwise_tile(oc: int, c: int, oh: int, sh: int, span: int, cols: int) -> tuple[int, int]:
@@ -153,6 +154,59 @@ def depthwise_tile(oc: int, c: int, oh: int, sh: int, span: int, cols: int) -> t
     return ct, panel_band(oh, sh, span, cols * ct * 2)
 
 
+def dot_reason(a: dict, variant: str) -> str:
+    """Why a depthwise layer does not take dwconv2d_s8_neon's `dot` path ("" when it does): 3x3
+    taps at dilation 1, depth multiplier 1, whole blocks of 16 channels and the rq32
+    requantization (the path's only one)."""
+    if (a["kh"], a["kw"], a["dh"], a["dw"]) != (3, 3, 1, 1):
+        return "no dot: not a 3x3 kernel at dilation 1"
+    if a["oc"] != a["c"]:
+        return "no dot: depth multiplier above 1"
+    if a["oc"] % 16:
+        # a partial block went through the edge loads for every column: MobileNetV1-0.25's 8-channel
+        # layer took 3.3 instructions per MAC on the dot path, 0.6 on the int16 one
+        return f"no dot: {a['oc']} channels (not a multiple of 16)"
+    if variant != "rq32":
+        return f"no dot: {variant} requantization"
+    return ""
+
+
+def dot_tile(a: dict, ocp: int) -> tuple[int, int]:
+    """(ct, band) of the dot path: the channel tile (a multiple of 16) whose byte-quad panel holds a
+    band of DW_DOT_BAND output rows within DW_PANEL_BYTES where the width allows, and that band."""
+    row = a["ow"] * 4  # bytes per channel of a panel row: one quad per output column
+    rows = (min(DW_DOT_BAND, a["oh"]) - 1) * a["sh"] + 3
+    ct = max(16, min(ocp, DW_PANEL_BYTES // (rows * row) // 16 * 16))
+    return ct, band_rows(a["oh"], a["sh"], 3, row * ct, DW_PANEL_BYTES) or panel_band(a["oh"], a["sh"], 3, row * ct)
+
+
+def depthwise_dot(a: dict, w, bias, mult, shift, options, rq: dict) -> Answer:
+    """The `dot` path of dwconv2d_s8_neon (3x3, dilation 1, depth multiplier 1, rq32): per band
+    and tile of ct channels, a byte panel of tap quads, per panel row and output column x and
+    channel (x(j), x(j + 1), x(j + 2), 0) at j = x * sw - pl (zx outside the input), so that
+    SDOT sums one kernel row of 4 channels per instruction against the weights' quads (w0, w1,
+    w2, 0): [block of 16 channels][ky][16 channels][4], as bytes in the int16 weight stream. A
+    third of the instructions of the int16 multiply-accumulates per MAC, and the panel holds
+    one column per output pixel (half the columns at stride 2)."""
+    oc = a["oc"]
+    ocp = -(-oc // 16) * 16
+    wt = np.zeros((ocp, 3, 4), dtype=np.int64)
+    wt[:oc, :, :3] = w.reshape(oc, 3, 3)
+    packed = wt.reshape(ocp // 16, 16, 3, 4).transpose(0, 2, 1, 3).reshape(-1).astype(np.int8)
+    ct, band = dot_tile(a, ocp)
+    if band == 0:
+        return Declined(PANEL_TOO_WIDE)
+    call = kernel(SET, "dwconv2d_s8_neon")(
+        **pick(a, "in out oc zx zy lo hi dh dw " + CONV_GEOMETRY), dm=1, ct=ct,
+        w=Weight("w16", packed.view(np.int16), "int16_t"),
+        bias=Weight("bias_zx", padded(wrap32(zero_point_bias(bias, w, a["zx"])), ocp), "int32_t"),
+        **rq, band=band, dot=1,
+        threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * 9, depthwise=True)).with_stack(
+        panel=((band - 1) * a["sh"] + 3) * a["ow"] * ct * 2, taps=9)  # int16 elements: 4 bytes per channel
+    call.variant = "rq32 dot"
+    return call
+
+
 def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
     """Depthwise (groups == c, oc = dm * c), any stride and dilation: output channels in blocks
     of 8, int16 weights [block][tap][8], bias - zx * sum(w) modulo 2^32 (the panel holds raw
@@ -169,15 +223,18 @@ def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
     ct, band = depthwise_tile(oc, a["c"], a["oh"], a["sh"], span, cols)
     if band == 0:
         return Declined(PANEL_TOO_WIDE)
-    rq, variant = requant_variant_args(w, bias, mult, shift, ocp)
+    rq, variant = requant_variant_args(w, bias, mult, shift, -(-oc // 16) * 16)
+    no_dot = dot_reason(a, variant)
+    if not no_dot:
+        return depthwise_dot(a, w, bias, mult, shift, options, rq)
     call = kernel(SET, "dwconv2d_s8_neon")(
         **pick(a, "in out oc zx zy lo hi dh dw " + CONV_GEOMETRY), dm=oc // a["c"], ct=ct,
         w=Weight("w16", packed.reshape(-1).astype(np.int16), "int16_t"),
         bias=Weight("bias_zx", padded(wrap32(zero_point_bias(bias, w, a["zx"])), ocp), "int32_t"),
-        **rq, band=band,
+        **rq, band=band, dot=0,
         threads=threads_for(options, a["n"] * a["oh"] * a["ow"] * oc * taps, depthwise=True)).with_stack(
         panel=panel_elements(band, a["sh"], span, cols * ct), taps=taps)
-    call.variant = variant
+    call.variant = f"{variant} ({no_dot})"
     return call
 
 
