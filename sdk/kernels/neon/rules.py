@@ -180,7 +180,7 @@ def dot_tile(a: dict, ocp: int) -> tuple[int, int]:
     return ct, band_rows(a["oh"], a["sh"], 3, row * ct, DW_PANEL_BYTES) or panel_band(a["oh"], a["sh"], 3, row * ct)
 
 
-def depthwise_dot(a: dict, w, bias, mult, shift, options, rq: dict) -> Answer:
+def depthwise_dot(a: dict, w, bias, options, rq: dict) -> Answer:
     """The `dot` path of dwconv2d_s8_neon (3x3, dilation 1, depth multiplier 1, rq32): per band
     and tile of ct channels, a byte panel of tap quads, per panel row and output column x and
     channel (x(j), x(j + 1), x(j + 2), 0) at j = x * sw - pl (zx outside the input), so that
@@ -226,7 +226,7 @@ def depthwise_s8(a: dict, w, bias, mult, shift, options) -> Answer:
     rq, variant = requant_variant_args(w, bias, mult, shift, -(-oc // 16) * 16)
     no_dot = dot_reason(a, variant)
     if not no_dot:
-        return depthwise_dot(a, w, bias, mult, shift, options, rq)
+        return depthwise_dot(a, w, bias, options, rq)
     call = kernel(SET, "dwconv2d_s8_neon")(
         **pick(a, "in out oc zx zy lo hi dh dw " + CONV_GEOMETRY), dm=oc // a["c"], ct=ct,
         w=Weight("w16", packed.reshape(-1).astype(np.int16), "int16_t"),
