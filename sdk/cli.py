@@ -421,10 +421,21 @@ def main(argv: list[str] | None = None) -> int:
         return fail("error: ", str(exc), exc.exit_code, as_json)
     except (KeyboardInterrupt, Terminated) as exc:
         return interrupted_exit(exc, as_json)
-    except Exception as exc:  # a bug of ours: one line, unless debugging
-        if os.environ.get("CUVIL_DEBUG"):
-            raise
-        return fail("", f"internal error: {type(exc).__name__}: {exc} (set CUVIL_DEBUG=1 for details)", 1, as_json)
+    except OSError as exc:  # a write refused by the file system outside a staged folder: the system's failure
+        from .staging import storage_failure
+        if not storage_failure(exc) or os.environ.get("CUVIL_DEBUG"):
+            return internal_error(exc, as_json)
+        where = f" '{exc.filename}'" if exc.filename else ""
+        return fail("error: ", f"cannot write{where}: {os.strerror(exc.errno)}", 5, as_json)
+    except Exception as exc:
+        return internal_error(exc, as_json)
+
+
+def internal_error(exc: Exception, as_json: bool) -> int:
+    """A bug of ours: one line, unless debugging."""
+    if os.environ.get("CUVIL_DEBUG"):
+        raise exc
+    return fail("", f"internal error: {type(exc).__name__}: {exc} (set CUVIL_DEBUG=1 for details)", 1, as_json)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import numpy as np
 
 from .boards import Board, all_boards
 from .build_info import BuildInfo
-from .compiler import KEPT_ON_FAILURE, StagedOutput, compile_into, compile_model, input_graph
+from .compiler import compile_into, compile_model, input_graph
 from .data import load_samples, require_file, write_outputs
 from .errors import BudgetError, ToolError, UsageError
 from .paths import PACKAGE_DIR
@@ -21,6 +21,7 @@ from .profiles import all_profiles
 from .reports import write_report
 from .request import OPTIONS, CompileRequest, default_out_dir, new_request
 from .scons_build import artifacts, run_scons
+from .staging import KEPT_ON_FAILURE, StagedOutput
 
 EXAMPLES = PACKAGE_DIR / "examples"
 EXAMPLE_MODEL = EXAMPLES / "digits_cnn.onnx"
@@ -41,9 +42,10 @@ def do_build(req: CompileRequest, out_dir: Path, jobs: int) -> BuildInfo:
         info = compile_into(req, stage)  # the whole project: model, kernels, harness, linker script, build.json
         with link_map_kept_on_budget_error(stage, out_dir, info["name"]):
             build_checked(stage, req.board, info["name"], jobs)
+            made = artifacts(stage, out_dir, info["name"], req.board, info.get("weights", {}).get("placement"))
             report = memory_report(req.board, stage, info)
         info.update(report)
-        info["artifacts"] = artifacts(stage, out_dir, info["name"], req.board)
+        info["artifacts"] = made
         write_report(info, stage)
         info["artifacts"].update({"report_json": str(out_dir / "report.json"),
                                   "report_html": str(out_dir / "report.html")})
@@ -98,7 +100,7 @@ def memory_report(board: Board, stage: Path, info: BuildInfo) -> BuildInfo:
         return report
     lib = stage / "build" / f"lib{info['name']}.so"
     return {"arena_bytes": info["arena_bytes"], "ram_bytes": info["arena_bytes"],
-            "flash_bytes": lib.stat().st_size if lib.exists() else 0,
+            "flash_bytes": lib.stat().st_size,
             "flash_budget": board.flash_bytes, "ram_budget": board.ram_bytes}
 
 
@@ -140,8 +142,9 @@ def do_build_image(plan, out_dir: Path | None = None) -> BuildInfo:
         info = assemble_image(board, stage, image, infos, bool(args.shared_arena))
         with link_map_kept_on_budget_error(stage, out_dir, image):
             build_checked(stage, board, image, args.jobs)
+            made = artifacts(stage, out_dir, image, board, info.get("weights", {}).get("placement"))
             info.update(memory_report(board, stage, info))
-        info["artifacts"] = artifacts(stage, out_dir, image, board)
+        info["artifacts"] = made
         for req, model, use in zip(reqs, infos, info["models_memory"]):
             model["artifacts"] = info["artifacts"]
             model["harness_suffix"] = f"_{model['name']}"  # input_<name>.bin, output_<name>.bin, stats_<name>.txt

@@ -4,7 +4,6 @@ folder so that a failure leaves nothing half-written."""
 from __future__ import annotations
 
 import copy
-import shutil
 import sys
 from pathlib import Path
 
@@ -299,42 +298,4 @@ def report_fallbacks(fallbacks: list[dict]) -> None:
               f"{f['reason']}", file=sys.stderr)
 
 
-# What a failed build keeps under the requested output folder (the link map of an image over
-# its budget), so it can be inspected; the next successful build replaces the folder.
-KEPT_ON_FAILURE = "failed-build"
-
-
-class StagedOutput:
-    """Write into DIR.partial and move it to DIR only on success, so a failed command
-    leaves neither a half-written folder nor a stale one that looks fresh."""
-
-    def __init__(self, out_dir: Path) -> None:
-        self.final = out_dir.resolve()
-        self.partial = self.final.with_name(self.final.name + ".partial")
-
-    def __enter__(self) -> Path:
-        if self.final.exists() and not (self.final / "manifest.json").exists() and not self.only_kept_on_failure():
-            raise UsageError(f"output folder '{self.final}' exists and was not made by cuvil-sdk; choose another -o")
-        shutil.rmtree(self.partial, ignore_errors=True)
-        # remember which parent folders we create, so a failure can remove them again
-        self.created = [p for p in reversed(self.partial.parents) if not p.exists()]
-        self.partial.mkdir(parents=True)
-        return self.partial
-
-    def only_kept_on_failure(self) -> bool:
-        """Empty, or holding only what a failed build of ours kept (KEPT_ON_FAILURE)."""
-        return all(p.name == KEPT_ON_FAILURE for p in self.final.iterdir())
-
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        if exc_type is None:
-            shutil.rmtree(self.final, ignore_errors=True)
-            self.partial.rename(self.final)
-        else:
-            shutil.rmtree(self.partial, ignore_errors=True)
-            for parent in reversed(self.created):
-                if parent.is_dir() and not any(parent.iterdir()):
-                    parent.rmdir()
-        return False
-
-
-__all__ = ["compile_into", "compile_model", "StagedOutput", "CuvilError"]
+__all__ = ["compile_into", "compile_model", "CuvilError"]

@@ -11,13 +11,14 @@ changes a value); float data for them is refused, and so is anything but bool fo
 """
 from __future__ import annotations
 
+import os
 import sys
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from .errors import ModelError
+from .errors import ModelError, ToolError
 from .ir import Graph
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -240,6 +241,15 @@ def index_bound(g: Graph, name: str) -> int:
 
 
 def write_outputs(path: Path, names: list[str], per_sample: list[dict[str, np.ndarray]]) -> None:
-    """Exactly the file named: np.savez given a path adds '.npz' to a name without it."""
-    with open(path, "wb") as f:
-        np.savez(f, **{n: np.concatenate([s[n] for s in per_sample], axis=0) for n in names})
+    """Exactly the file named (np.savez given a path adds '.npz' to a name without it), written
+    whole or not at all: into a temporary file beside it, renamed over it when complete. A file
+    system that refuses the write is a system failure (exit 5) naming the file."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        with open(temporary, "wb") as f:
+            np.savez(f, **{n: np.concatenate([s[n] for s in per_sample], axis=0) for n in names})
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise ToolError(f"cannot write the outputs file '{path}': {os.strerror(exc.errno or 0)}") from None

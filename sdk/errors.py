@@ -41,3 +41,9 @@ class FlashError(CuvilError):
     """Flashing over a serial port failed; the message names the step and address."""
 
     exit_code = 7
+
+
+class BusyError(CuvilError):
+    """The output folder is being written by another cuvil-sdk command; nothing was done."""
+
+    exit_code = 8

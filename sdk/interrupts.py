@@ -1,6 +1,6 @@
 """Interrupts as users expect of a command: Ctrl-C or SIGTERM ends it with one line and exit
 130 (interrupt) or 143 (terminate), no traceback, and the output folder's `.partial` staging copy
-removed by the stage that made it (compiler.StagedOutput), as on any other error. Used by the
+removed by the stage that made it (staging.StagedOutput), as on any other error. Used by the
 console script (sdk/entry.py) and the CLI (sdk/cli.py); imports nothing of the SDK."""
 from __future__ import annotations
 

@@ -50,12 +50,31 @@ def run_scons(project: Path, board: Board, jobs: int = 1) -> None:
         raise ToolError(f"the {board.name} build failed: {first[:300]}")
 
 
-def artifacts(project: Path, final: Path, name: str, board: Board) -> dict[str, str]:
-    """Map artifact kinds to absolute paths (as they will be once the folder is final)."""
-    build = project / "build"
+def artifact_files(name: str, board: Board) -> dict[str, str]:
+    """Artifact kinds and the file names the board's build may make."""
     kinds = {"so": f"lib{name}.so", "elf": f"{name}.elf", "bin": f"{name}.bin", "hex": f"{name}.hex",
              "map": f"{name}.map", "weights": f"{name}.weights"}
     for region in board.get("memory.regions", []):  # firmware: the image of each further region that holds data
         kinds[f"bin_{region['name']}"] = f"{name}_{region['name']}.bin"
-    return {kind: str(final / "build" / f) for kind, f in kinds.items()
-            if (build / f).exists() and (build / f).stat().st_size > 0}
+    return kinds
+
+
+def required_kinds(board: Board, weights_placement: str | None) -> list[str]:
+    """What every build for the board makes: a firmware's ELF, flash image, hex and link map; a
+    library; and the weights file of a --weights file build."""
+    kinds = ["elf", "bin", "hex", "map"] if board.kind == "firmware" else ["so"]
+    return kinds + (["weights"] if weights_placement == "file" else [])
+
+
+def artifacts(project: Path, final: Path, name: str, board: Board, weights_placement: str | None = None) -> dict[str, str]:
+    """Map artifact kinds to absolute paths (as they will be once the folder is final). A build
+    that the tools called a success but that lacks a file every such build makes fails (exit 5),
+    naming the file: it is never reported as built without it."""
+    build = project / "build"
+    present = {kind: f for kind, f in artifact_files(name, board).items()
+               if (build / f).is_file() and (build / f).stat().st_size > 0}
+    missing = [artifact_files(name, board)[k] for k in required_kinds(board, weights_placement) if k not in present]
+    if missing:
+        raise ToolError(f"the {board.name} build reported success but did not make {', '.join(missing)} "
+                        f"(in {final / 'build'}); nothing was kept")
+    return {kind: str(final / "build" / f) for kind, f in present.items()}
