@@ -11,9 +11,11 @@ changes a value); float data for them is refused, and so is anything but bool fo
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -47,17 +49,98 @@ def check_numpy_file(path: Path) -> None:
         raise ModelError(f"'{path.name}' is not a NumPy file (.npy or .npz)")
 
 
-def load_arrays(path: Path, what: str = "data") -> dict[str, np.ndarray]:
-    """Every array of a .npy (key "") or .npz file, checked to be readable and finite."""
+@dataclass(frozen=True)
+class ArrayHeader:
+    """What a .npy header (alone, or inside an .npz) declares, read before any data is."""
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize  # Python ints: a forged shape cannot overflow
+
+
+HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+def npy_header(f, where: str) -> ArrayHeader:
+    """The header of the .npy stream f (left at the first data byte)."""
+    version = np.lib.format.read_magic(f)
+    if version not in HEADER_READERS:
+        raise ValueError(f"unsupported .npy format version {version[0]}.{version[1]}")
+    shape, _, dtype = HEADER_READERS[version](f)
+    if dtype.hasobject:
+        raise ValueError(f"{where} holds Python objects (pickled data), not numbers")
+    return ArrayHeader(tuple(int(d) for d in shape), dtype)
+
+
+def data_bound() -> int:
+    """The most bytes of data read into memory: half of this machine's memory (env
+    CUVIL_MAX_DATA_BYTES overrides), so a data file can never exhaust it."""
+    if os.environ.get("CUVIL_MAX_DATA_BYTES"):
+        return int(os.environ["CUVIL_MAX_DATA_BYTES"])
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+
+
+def read_headers(path: Path, what: str = "data") -> dict[str, ArrayHeader]:
+    """Every array's header of a .npy (key "") or .npz file, each checked against the bytes the
+    file holds (a header may claim 238 GiB in a 200-byte file) and all together against
+    data_bound(), before any data is read."""
     require_file(path, what)
     check_numpy_file(path)
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(NPY_MAGIC)) == NPY_MAGIC:
+                f.seek(0)
+                header = npy_header(f, f"'{path.name}'")
+                held = path.stat().st_size - f.tell()
+                declared = {"": (header, held)}
+            else:
+                declared = npz_headers(path)
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError, SyntaxError) as exc:
+        raise ModelError(f"data file '{path.name}' cannot be read: {first_line(exc)}") from None
+    for key, (header, held) in declared.items():
+        if header.nbytes > held:
+            where = f"array '{key}' " if key else ""
+            raise ModelError(f"data file '{path.name}': {where}header declares shape {shape_text(header.shape)} "
+                             f"({header.nbytes} bytes of {header.dtype.name}) but the file holds {held} bytes")
+    total = sum(h.nbytes for h, _ in declared.values())
+    if total > data_bound():
+        raise ModelError(f"data file '{path.name}' holds {total / 2**30:.1f} GiB of data, more than the "
+                         f"{data_bound() / 2**30:.1f} GiB this machine can take at once (half its memory): split it")
+    return {key: header for key, (header, _) in declared.items()}
+
+
+def npz_headers(path: Path) -> dict[str, tuple[ArrayHeader, int]]:
+    """Each member's header and the data bytes its declared size leaves after the header (zipfile
+    stops reading a member at its declared size, so that size bounds what it can expand to)."""
+    declared = {}
+    with zipfile.ZipFile(path) as z:
+        for info in z.infolist():
+            key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+            with z.open(info) as member:
+                header = npy_header(member, f"'{path.name}' array '{key}'")
+                declared[key] = (header, info.file_size - member.tell())
+    return declared
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:200]
+
+
+def load_arrays(path: Path, what: str = "data", keys: list[str] | None = None) -> dict[str, np.ndarray]:
+    """The arrays of a .npy (key "") or .npz file (those of `keys`, else all), read only after
+    their headers passed read_headers, and checked to be finite."""
+    headers = read_headers(path, what)
+    keys = list(headers) if keys is None else keys
     try:
         loaded = np.load(path, allow_pickle=False)
         if isinstance(loaded, np.ndarray):
             arrays = {"": loaded}
         else:
             with loaded as z:
-                arrays = {k: z[k] for k in z.files}
+                arrays = {k: z[k] for k in keys}
     except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
         raise ModelError(f"data file '{path.name}' cannot be read: {exc}") from None
     for key, a in arrays.items():
@@ -81,25 +164,41 @@ def check_finite(path: Path, key: str, a: np.ndarray) -> None:
         raise ModelError(f"'{path.name}': {where}sample {index} has NaN or Inf values; data must be finite")
 
 
-def select_inputs(path: Path, arrays: dict[str, np.ndarray], input_names: list[str],
-                  one_array_hint: str = "use a .npz keyed by input name") -> dict[str, np.ndarray]:
-    """The model's inputs among a file's arrays: a .npy for one input, else by input name, or
+def input_keys(path: Path, keys: list[str], input_names: list[str],
+               one_array_hint: str = "use a .npz keyed by input name") -> dict[str, str]:
+    """Which of a file's keys holds each model input: a .npy for one input, else by input name, or
     'x' (the documented key of a single-input .npz)."""
-    if "" in arrays:
+    if "" in keys:
         if len(input_names) != 1:
             raise ModelError(f"'{path.name}': the model has {len(input_names)} inputs; {one_array_hint}")
-        return {input_names[0]: arrays[""]}
-    if all(n in arrays for n in input_names):
-        return {n: arrays[n] for n in input_names}
-    if len(input_names) == 1 and "x" in arrays:
-        return {input_names[0]: arrays["x"]}
+        return {input_names[0]: ""}
+    if all(n in keys for n in input_names):
+        return {n: n for n in input_names}
+    if len(input_names) == 1 and "x" in keys:
+        return {input_names[0]: "x"}
     # no guessing from a lone array under another key: it may be another model's data
     expected = ", ".join(f"'{n}'" for n in input_names) + (" (or 'x')" if len(input_names) == 1 else "")
-    raise ModelError(f"'{path.name}' has arrays {sorted(arrays)}, expected the model's input keys {expected}")
+    raise ModelError(f"'{path.name}' has arrays {sorted(keys)}, expected the model's input keys {expected}")
+
+
+def select_inputs(path: Path, arrays: dict, input_names: list[str],
+                  one_array_hint: str = "use a .npz keyed by input name") -> dict:
+    """The model's inputs among a file's arrays (or headers), by input name."""
+    return {name: arrays[key] for name, key in input_keys(path, list(arrays), input_names, one_array_hint).items()}
 
 
 def read_arrays(path: Path, input_names: list[str], what: str = "data") -> dict[str, np.ndarray]:
     return select_inputs(path, load_arrays(path, what), input_names)
+
+
+def check_declared_shapes(path: Path, g: Graph, headers: dict[str, ArrayHeader], what: str) -> None:
+    """Each input's array, by its header, has one of the shapes the input takes: checked before
+    the data is read, naming the file and the shape expected."""
+    for name, header in headers.items():
+        shape = tuple(g.tensors[name].shape)
+        if samples_shape(header.shape, shape) is None:
+            raise ModelError(f"{what} '{path.name}': array for '{name}' has shape {shape_text(header.shape)}, "
+                             f"expected {accepted_shapes(shape)}{layout_hint(g, name, header.shape)}")
 
 
 def memory_samples(value: np.ndarray | dict[str, np.ndarray], g: Graph, what: str) -> list[dict[str, np.ndarray]]:
@@ -114,15 +213,21 @@ def memory_samples(value: np.ndarray | dict[str, np.ndarray], g: Graph, what: st
     return as_samples(g, chosen, what)
 
 
+def samples_shape(got: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Data of shape `got` as (N, *shape), or None when it is none of the accepted forms."""
+    if got == shape:
+        return (1, *shape)
+    if got[1:] == shape:
+        return got
+    if shape and shape[0] == 1 and got[1:] == shape[1:]:
+        return (got[0], *shape)
+    return None
+
+
 def with_sample_axis(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
     """a as (N, *shape), or None when its shape is none of the accepted forms."""
-    if a.shape == shape:
-        return a[None]
-    if a.shape[1:] == shape:
-        return a
-    if shape and shape[0] == 1 and a.shape[1:] == shape[1:]:
-        return a.reshape(len(a), *shape)
-    return None
+    stacked = samples_shape(a.shape, shape)
+    return None if stacked is None else a.reshape(stacked)
 
 
 def accepted_shapes(shape: tuple[int, ...]) -> str:
@@ -138,7 +243,7 @@ def layout_hint(g: Graph, name: str, got: tuple[int, ...]) -> str:
         return ""
     channels_last = bool(t.origin and t.origin[0] == name)
     other = tuple(t.shape[p] for p in ([0, 3, 1, 2] if channels_last else [0, 2, 3, 1]))
-    if with_sample_axis(np.empty(got, np.uint8), other) is None:
+    if samples_shape(tuple(got), other) is None:
         return ""
     return ("; that is NCHW data, but this build takes NHWC (--input-layout nhwc)" if channels_last
             else "; channels-last data? build with --input-layout nhwc")
@@ -209,7 +314,12 @@ def as_samples(g: Graph, arrays: dict[str, np.ndarray], what: str) -> list[dict[
 
 
 def load_samples(path: Path, g: Graph, what: str) -> list[dict[str, np.ndarray]]:
-    return as_samples(g, read_arrays(path, list(g.inputs), what), what)
+    """A data file's samples for g's inputs, its headers checked against the inputs' shapes first."""
+    headers = read_headers(path, what)
+    keys = input_keys(path, list(headers), list(g.inputs))
+    check_declared_shapes(path, g, {name: headers[key] for name, key in keys.items()}, what)
+    arrays = load_arrays(path, what, list(keys.values()))
+    return as_samples(g, {name: arrays[key] for name, key in keys.items()}, what)
 
 
 def random_samples(g: Graph, count: int, seed: int = 0) -> list[dict[str, np.ndarray]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .request import CompileRequest
-from .data import as_samples, load_arrays, require_file, select_inputs
+from .data import as_samples, check_declared_shapes, input_keys, load_arrays, read_headers, require_file, shape_text
 from .errors import ModelError, ToolError, UsageError
 from .kernels.requant import dequantize
 
@@ -109,13 +109,53 @@ def looks_random(x: np.ndarray) -> bool:
 
 
 def load_validation_data(path: Path, g) -> tuple[list[dict], np.ndarray | None, np.ndarray]:
-    everything = load_arrays(path, "validation data")
-    labels = everything.pop("y", None)
-    arrays = select_inputs(path, everything, list(g.inputs))
-    samples = as_samples(g, arrays, "validation data")
-    if labels is not None and len(labels) != len(samples):
-        raise ModelError(f"'{path.name}': {len(labels)} labels for {len(samples)} samples")
-    return samples, labels, next(iter(arrays.values()))
+    """The samples, the labels as class indices (or None), and the first input's array; every
+    header checked against the model before any data is read, the labels before any work."""
+    what = "validation data"
+    headers = read_headers(path, what)
+    keys = input_keys(path, [k for k in headers if k != "y"], list(g.inputs))
+    check_declared_shapes(path, g, {name: headers[key] for name, key in keys.items()}, what)
+    arrays = load_arrays(path, what, list(keys.values()) + (["y"] if "y" in headers else []))
+    samples = as_samples(g, {name: arrays[key] for name, key in keys.items()}, what)
+    labels = arrays.get("y")
+    if labels is not None:
+        labels = class_indices(path, labels, len(samples), g.outputs[0], classes_of(g))
+    return samples, labels, arrays[next(iter(keys.values()))]
+
+
+def classes_of(g) -> int:
+    """The classes accuracy is taken over: the values of one sample of the first output (its
+    argmax is the predicted class)."""
+    return int(np.prod(g.tensors[g.outputs[0]].shape))
+
+
+def class_indices(path: Path, y: np.ndarray, samples: int, output: str, classes: int) -> np.ndarray:
+    """Labels 'y' as one integer class index per sample, in [0, classes): integer indices, (N, 1)
+    included, or one-hot rows (N, classes) of zeros and a single one, converted with a note.
+    Anything else is refused in one line, before the build: float indices, negative or too large
+    ones, a count that is not the samples'."""
+    where = f"'{path.name}': labels 'y'"
+    if y.ndim == 2 and y.shape[1] == classes and classes > 1 and y.dtype.kind in "biuf":
+        if not (np.isin(y, (0, 1)).all() and (y.sum(axis=1) == 1).all()):
+            raise ModelError(f"{where} of shape {shape_text(y.shape)} are not one-hot rows (zeros and a single 1); "
+                             f"give class indices of shape ({y.shape[0]},)")
+        print(f"cuvil-sdk: note: {where} are one-hot; taking each row's 1 as its class index", file=sys.stderr)
+        y = y.argmax(axis=1)
+    elif y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ModelError(f"{where} have shape {shape_text(y.shape)}: expected class indices ({samples},) or "
+                         f"one-hot rows ({samples}, {classes})")
+    if y.dtype.kind not in "biu":
+        raise ModelError(f"{where} are {y.dtype.name}: class indices are integers (y.astype(np.int64) if they "
+                         f"are whole numbers)")
+    if len(y) != samples:
+        raise ModelError(f"'{path.name}': {len(y)} labels for {samples} samples")
+    bad = np.flatnonzero((y < 0) | (y >= classes))
+    if len(bad):
+        raise ModelError(f"{where}: label {int(y[bad[0]])} of sample {int(bad[0])} is not a class of the model's "
+                         f"output '{output}' (its {classes} values per sample give classes 0..{classes - 1})")
+    return y.astype(np.int64)
 
 
 def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=None, target=None) -> dict:

@@ -102,7 +102,7 @@ def test_shape_errors_use_plain_notation(tmp_path):
     np.save(tmp_path / "x.npy", np.zeros((3, 8, 8), np.float32))
     r = run_host(tmp_path, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npz")
     assert r.returncode == 3
-    assert one_error_line(r) == ("input data: array for 'image' has shape (3, 8, 8), expected (1, 1, 8, 8) or "
+    assert one_error_line(r) == ("input data 'x.npy': array for 'image' has shape (3, 8, 8), expected (1, 1, 8, 8) or "
                                  "(N, 1, 8, 8)")
 
 

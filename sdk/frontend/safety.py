@@ -68,7 +68,8 @@ def check_external_data(model: onnx.ModelProto, model_dir: Path) -> None:
     for tensor in all_tensors(model.graph):
         if not uses_external_data(tensor):
             continue
-        location = ExternalDataInfo(tensor).location
+        # the raw entry: ExternalDataInfo itself raises on a negative or non-numeric offset
+        location = next((e.value for e in reversed(tensor.external_data) if e.key == "location"), "")
         where = f"tensor '{tensor.name}' external data '{location}'"
         if not location or os.path.isabs(location) or Path(location).is_absolute():
             raise ModelError(f"{where}: absolute or empty paths are refused")
@@ -79,6 +80,31 @@ def check_external_data(model: onnx.ModelProto, model_dir: Path) -> None:
             raise ModelError(f"{where}: symlinks or paths outside the model's folder are refused")
         if not candidate.is_file():
             raise ModelError(f"{where}: file not found next to the model")
+        check_external_span(tensor, where, candidate.stat().st_size)
+
+
+def external_entry(tensor: onnx.TensorProto, key: str, where: str) -> int | None:
+    """An external-data entry's integer (offset, length), or None when absent."""
+    values = [e.value for e in tensor.external_data if e.key == key]
+    if not values:
+        return None
+    try:
+        number = int(values[-1])
+    except ValueError:
+        raise ModelError(f"{where}: {key} {values[-1]!r} is not a whole number") from None
+    if number < 0:
+        raise ModelError(f"{where}: {key} {number} is negative")
+    return number
+
+
+def check_external_span(tensor: onnx.TensorProto, where: str, file_bytes: int) -> None:
+    """The bytes an external tensor names lie inside its file (and are as many as its type and
+    dims need, where a length is given): a forged offset or length is the model's fault."""
+    offset = external_entry(tensor, "offset", where) or 0
+    length = external_entry(tensor, "length", where)
+    if offset > file_bytes or (length is not None and offset + length > file_bytes):
+        span = f"offset {offset}" + (f" + length {length}" if length is not None else "")
+        raise ModelError(f"{where}: {span} reaches past the end of the file ({file_bytes} bytes)")
 
 
 # Weights (element types whose external bytes are the array as numpy lays it out, little-endian)
