@@ -365,8 +365,9 @@ def list_profiles() -> dict:
 
 def list_ops(plugins: list[str] | None) -> dict:
     from .plugins import describe_ops, load_plugins
+    from .frontend.loader import IMPLEMENTED_OPSET
     load_plugins(plugins)
-    return describe_ops()
+    return {"onnx_opset": IMPLEMENTED_OPSET, **describe_ops()}
 
 
 def make_request(args) -> CompileRequest:

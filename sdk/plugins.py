@@ -691,7 +691,9 @@ def describe_ops() -> dict:
 
 
 def human_ops(report: dict) -> str:
-    lines = [f"{'op':24} {'domain':14} {'int8':34} {'kernel sets':28} source"]
+    lines = [f"ONNX operators as defined up to opset {report['onnx_opset']} (newer opsets build with a warning)"] \
+        if "onnx_opset" in report else []
+    lines.append(f"{'op':24} {'domain':14} {'int8':34} {'kernel sets':28} source")
     for r in report["ops"]:
         lines.append(f"{r['op']:24} {r['domain']:14} {r['int8']:34} {', '.join(r['kernel_sets']) or '-':28} "
                      f"{r['source']}")

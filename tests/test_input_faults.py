@@ -145,3 +145,22 @@ def test_one_hot_labels_are_taken_as_their_class_indices(tmp_path):
     assert one_hot.returncode == 0 and indices.returncode == 0, one_hot.stderr + indices.stderr
     assert "one-hot" in one_hot.stderr
     assert json.loads(one_hot.stdout)["accuracy"] == json.loads(indices.stdout)["accuracy"] > 0.8
+
+
+@pytest.mark.parametrize("opset,said", [(22, "declares opset 22;"), (99, "opset 99, which no ONNX release defines")])
+def test_a_model_of_a_newer_opset_builds_with_a_warning(tmp_path, opset, said):
+    m = onnx.load(str(DIGITS))
+    m.opset_import[0].version = opset
+    onnx.save(m, str(tmp_path / "newer.onnx"))
+    r = cli(tmp_path, "compile", tmp_path / "newer.onnx", "--board", "host", "--profile", "standard", "--calib", CALIB,
+            "-o", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    warnings = [l for l in r.stderr.splitlines() if l.startswith("cuvil-sdk: warning:") and "opset" in l]
+    assert len(warnings) == 1 and said in warnings[0] and "up to opset 21" in warnings[0]
+
+
+def test_a_model_of_an_implemented_opset_builds_without_that_warning(tmp_path):
+    assert onnx.load(str(DIGITS)).opset_import[0].version <= 21
+    r = cli(tmp_path, "compile", DIGITS, "--board", "host", "--profile", "standard", "--calib", CALIB,
+            "-o", tmp_path / "out")
+    assert r.returncode == 0 and "opset" not in r.stderr, r.stderr

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +48,9 @@ def parse_input_shapes(specs: list[str] | None) -> dict[str, tuple[int, ...]]:
 
 def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[str, tuple[int, ...]]) -> Graph:
     model = read_model_file(path)
+    warning = newer_opset_warning(model, path)
+    if warning:
+        print(f"cuvil-sdk: warning: {warning}", file=sys.stderr)
     check_external_data(model, path.parent)
     # weights in external files are mapped, not copied (a model to upgrade is converted whole)
     mapped = map_external_initializers(model, path.parent) if opset_of(model) >= TARGET_OPSET else {}
@@ -151,6 +155,25 @@ def refuse_unsupported(model: onnx.ModelProto) -> None:
 
 def opset_of(model: onnx.ModelProto) -> int:
     return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+
+
+# The newest ONNX opset whose operator definitions the SDK implements and tests (opsets 13 to 21 as
+# exporters write them: tests/test_frontend_opsets.py; older ones are upgraded to TARGET_OPSET).
+IMPLEMENTED_OPSET = 21
+
+
+def newer_opset_warning(model: onnx.ModelProto, path: Path) -> str | None:
+    """A model of an opset newer than IMPLEMENTED_OPSET is built as that opset defines its ops
+    (later opsets mostly add types), never in silence: one warning that says so, and that an opset
+    no ONNX release defines is surely a mistake."""
+    version = opset_of(model)
+    if version <= IMPLEMENTED_OPSET:
+        return None
+    known = onnx.defs.onnx_opset_version()
+    what = (f"opset {version}, which no ONNX release defines (onnx {onnx.__version__} knows up to {known})"
+            if version > known else f"opset {version}")
+    return (f"'{path.name}' declares {what}; cuvil-sdk implements ONNX operators up to opset {IMPLEMENTED_OPSET} "
+            f"and builds its ops as opset {IMPLEMENTED_OPSET} defines them (check the result with `cuvil-sdk validate`)")
 
 
 def upgrade_opset(model: onnx.ModelProto) -> onnx.ModelProto:
