@@ -285,6 +285,7 @@ def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, 
                              f"'{board.name}' ({board.ram_bytes} bytes) even as int8")
         g.tensors[inp.name] = t
         g.inputs.append(inp.name)
+    produced = {o for n in model.graph.node for o in n.output}
     for i, n in enumerate(model.graph.node):
         node_name = n.name or f"{n.op_type}_{i}"
         if n.op_type == "Constant":
@@ -298,7 +299,7 @@ def to_ir(model: onnx.ModelProto, name: str, input_shapes: dict[str, tuple[int, 
             g.tensors[n.output[0]] = Tensor(n.output[0], tuple(data.shape), str(data.dtype), data)
             continue
         for inp in n.input:
-            if inp and inp not in g.tensors and not any(inp in m.output for m in model.graph.node):
+            if inp and inp not in g.tensors and inp not in produced:
                 raise ModelError(f"node '{node_name}' reads tensor '{inp}', which no node, input or "
                                  f"initializer produces")
         g.nodes.append(Node(op_key(n.domain, n.op_type), node_name, list(n.input), [o for o in n.output], node_attrs(n)))

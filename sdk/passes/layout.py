@@ -28,7 +28,7 @@ def to_channels_last(g: Graph) -> None:
     for node in [n for n in g.nodes if n.op in SPATIAL and not n.channels_last]:
         if len(g.tensors[node.inputs[0]].shape) == 4:
             wrap_in_transposes(g, node)
-    while any(simplify(g, node) for node in list(g.nodes) if node in g.nodes):
+    while any(n.op == "Transpose" for n in g.nodes) and simplify_once(g):
         pass
     for node in g.nodes:
         if node.op == "Transpose" and moves_only_unit_dims(g.tensors[node.inputs[0]].shape, node.attrs["perm"]):
@@ -96,6 +96,12 @@ def wrap_in_transposes(g: Graph, node: Node) -> None:
     g.nodes.insert(at + 2, transpose_node(g, y_nhwc, y, TO_NCHW))
     node.inputs[0], node.outputs[0] = x_nhwc, y_nhwc
     node.channels_last = True
+
+
+def simplify_once(g: Graph) -> bool:
+    """Apply the first simplification found, scanning the nodes in order; False when none applies.
+    (Every rewrite needs a Transpose, so a graph without one is left at once.)"""
+    return any(simplify(g, node) for node in list(g.nodes))
 
 
 def simplify(g: Graph, node: Node) -> bool:

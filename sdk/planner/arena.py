@@ -305,7 +305,8 @@ def plan_arena(g: Graph, sharing: Sharing | None = None, search: int = 0) -> Are
         best = climb(best[0], sizes, life, partners, search)
     placed = compact(place(best[0], sizes, life, partners, best[1]), partners) if partners else \
         place(best[0], sizes, life, partners, best[1])
-    offsets = {name: dict((p[4], p[0]) for p in placed)[r] + at[name] for name, r in root.items()}
+    placed_at = {p[4]: p[0] for p in placed}
+    offsets = {name: placed_at[r] + at[name] for name, r in root.items()}
     size = max((o + s for o, s, *_ in placed), default=0)
     buffers = [{"tensor": n, "offset": o, "bytes": s, "first": f, "last": l} for o, s, f, l, n in sorted(placed)]
     start = {name: o for o, _s, _f, _l, name in placed}
