@@ -18,7 +18,7 @@ from cuvil_sdk.passes import optimize
 from cuvil_sdk.profiles import get_profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bench_import import chain_model  # noqa: E402
+from bench_import import chain_model
 
 
 def test_import_of_a_chain_does_linear_work(tmp_path, monkeypatch):
