@@ -197,3 +197,22 @@ def test_per_layer_on_cortex_m7_equals_host(work):
     assert len(rows["cortex-m7"]) == 16  # every layer but the Reshape alias
     assert all(l["cosine"] is not None and l["cosine"] > 0.99 for l in rows["cortex-m7"])
     assert [l["cosine"] for l in rows["cortex-m7"]] == [l["cosine"] for l in rows["host"]]
+
+
+def test_validate_keeps_its_builds_and_layer_values_where_o_says(work):
+    """validate -o DIR (issue 38, defect 11: the README said -o works in every command, validate
+    refused it): the build in DIR, the per-layer debug build and the layers' values in DIR/per-layer."""
+    out = work / "kept"
+    r = cli("validate", "--board", "host", "--profile", "standard", "--model", EXAMPLES / "digits_cnn.onnx",
+            "--data", work / "digits.npz", "--calib", work / "calib.npy", "--per-layer", "-o", out, "--json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert (out / "build" / "libdigits_cnn.so").is_file() and json.loads((out / "manifest.json").read_text())
+    assert (out / "per-layer" / "build" / "libdigits_cnn.so").is_file()
+    values = np.load(out / "per-layer" / "layers.npz")
+    compared = [l for l in report["layers"] if l["cosine"] is not None]
+    ours_keys = [k for k in values.files if not k.startswith("onnxruntime/")]
+    assert compared and len(ours_keys) == len(compared)
+    for key in ours_keys:
+        ours, ref = values[key], values[f"onnxruntime/{key}"]
+        assert ours.shape == ref.shape and len(ours) == 16  # the per-layer subset of the 200 samples

@@ -159,6 +159,9 @@ def build_parser() -> Parser:
     add_model_options(p)
     p.add_argument("--data", help=".npz with inputs 'x' (or by input name) and optional labels 'y'; required")
     p.add_argument("--per-layer", action="store_true", help="also compare every layer's output (debug build)")
+    p.add_argument("-o", "--out-dir", dest="out_dir", metavar="DIR",
+                   help="keep the build there (and with --per-layer the debug build and the layers' values in "
+                        "DIR/per-layer); default: a temporary folder, removed")
     add_weights_file_option(p)
     add_config_option(p)
     add_jobs_option(p)
@@ -321,7 +324,8 @@ def do_validate(plan) -> None:
     req, target = commands.remote_target(commands.make_request(args), args)
     if target is not None and build is not None:
         raise UsageError("--port/--place run one model's serial harness, not a firmware image of several models")
-    report = validate(req, Path(args.data), args.per_layer, args.jobs, build=build, target=target)
+    report = validate(req, Path(args.data), args.per_layer, args.jobs, build=build, target=target,
+                      out_dir=Path(args.out_dir) if args.out_dir else None)
     emit(report, args.json, human_table(report))
 
 

@@ -158,10 +158,13 @@ def class_indices(path: Path, y: np.ndarray, samples: int, output: str, classes:
     return y.astype(np.int64)
 
 
-def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=None, target=None) -> dict:
+def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=None, target=None,
+             out_dir: Path | None = None) -> dict:
     """`build`: a function (folder -> the model's build info) that builds the artifact the model
     runs in (a multi-model firmware image: commands.image_builder); default: the model alone.
-    `target`: a board over a serial port or in a labgrid farm (commands.remote_target())."""
+    `target`: a board over a serial port or in a labgrid farm (commands.remote_target()).
+    `out_dir` (-o): keep the build there, and with per_layer the debug build and its per-layer
+    dumps in DIR/per-layer; default: a temporary folder, removed."""
     from .commands import QEMU_ICOUNT_NOTE, do_build, remote_summary, run_samples
     from .compiler import input_graph
     require_file(data, "--data")
@@ -176,9 +179,11 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=
     used = reference_used(g)
     reference = float_reference(req, g, samples, per_layer, used)
     with tempfile.TemporaryDirectory(prefix="cuvil-validate-") as tmp:
-        info = build(Path(tmp) / "project") if build else do_build(req, Path(tmp) / "project", jobs)
+        folder = out_dir or Path(tmp) / "project"
+        info = build(folder) if build else do_build(req, folder, jobs)
         result = run_samples(req.board, info, samples, sys.stderr.isatty(), target=target)
-        layers = per_layer_table(req, samples, jobs, Path(tmp)) if per_layer else None
+        layers = per_layer_table(req, samples, jobs, folder / "per-layer" if out_dir else Path(tmp) / "debug",
+                                 keep_dumps=out_dir is not None) if per_layer else None
     report = {"board": req.board.name, "profile": req.profile.name, "precision": info["precision"],
               "samples": len(samples), "reference": used, "outputs": {}, "warnings": warnings,
               "float_layers": info.get("float_layers", []), "int16_layers": info.get("int16_layers", [])}
@@ -199,21 +204,24 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=
     return report
 
 
-def per_layer_table(req: CompileRequest, samples: list[dict], jobs: int, tmp: Path) -> list[dict]:
-    """A debug build dumps every layer's output on the target; each is dequantized, put
-    back in the ONNX layout and compared with ONNX Runtime's value of the same tensor."""
+def per_layer_table(req: CompileRequest, samples: list[dict], jobs: int, folder: Path,
+                    keep_dumps: bool = False) -> list[dict]:
+    """A debug build (into `folder`) dumps every layer's output on the target; each is dequantized,
+    put back in the ONNX layout and compared with ONNX Runtime's value of the same tensor. With
+    keep_dumps, folder/layers.npz keeps our values (keyed by ONNX tensor) and ONNX Runtime's
+    (keyed `onnxruntime/<tensor>`), (samples, *shape) each."""
     from dataclasses import replace
     from .commands import do_build, run_samples
     from .compiler import input_graph
     subset = samples[:PER_LAYER_SAMPLES]
-    info = do_build(replace(req, debug_dump=True), tmp / "debug", jobs)
+    info = do_build(replace(req, debug_dump=True), folder, jobs)
     result = run_samples(req.board, info, subset, False, layers=True)
     rows = [l for l in info["layers"] if l["kernel"] != "(alias)"]
     session = onnxruntime_session(req.model, [l["onnx_tensor"] for l in rows])
     names = [o.name for o in session.get_outputs()]
     g = input_graph(req)
     ort_values = [dict(zip(names, session.run(None, onnx_feeds(g, feeds)))) for feeds in subset]
-    table = []
+    table, kept = [], {}
     for layer in rows:
         dumps = [r.get(layer["index"]) for r in result["layers"]]
         entry = {k: layer[k] for k in ("index", "name", "op", "kernel", "output")}
@@ -227,6 +235,10 @@ def per_layer_table(req: CompileRequest, samples: list[dict], jobs: int, tmp: Pa
             continue
         m = metrics(ours, ref)
         table.append({**entry, "cosine": m["cosine"], "rel_l2": m["rel_l2"]})
+        kept[layer["onnx_tensor"]], kept[f"onnxruntime/{layer['onnx_tensor']}"] = ours, ref
+    if keep_dumps:
+        from .data import write_outputs
+        write_outputs(folder / "layers.npz", list(kept), [{k: v for k, v in kept.items()}])
     return table
 
 
