@@ -138,7 +138,8 @@ def test_a_nak_and_a_corrupt_answer_are_sent_again(line):
     corrupt[14] ^= 0x40
     thread = answer(line, [nak, bytes(corrupt), output(0, 7, b"\x05\x06")])
     assert harness.exchange(0, b"\x00" * 8, 2) == (7, b"\x05\x06")
-    assert harness.resends == ["sample 0: NAK (CRC mismatch)", "sample 0: timeout"]  # the corrupt answer: then silence
+    # the corrupt answer: sent again as soon as the line is quiet, not after the reply wait
+    assert harness.resends == ["sample 0: NAK (CRC mismatch)", "sample 0: damaged answer"]
     assert harness.resent == 2
     thread.join(5)
 

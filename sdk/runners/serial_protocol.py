@@ -68,6 +68,26 @@ CALIBRATION_ITERATIONS = 10000
 CALIBRATION_INSTRUCTIONS = 4 * CALIBRATION_ITERATIONS
 CALIBRATION_COUNTS = struct.Struct("<QQ")  # registers-only stretch, device-read stretch
 
+# What a board can send, and how long each frame's payload is: a header that claims anything
+# else is not a frame (noise, or a frame whose header was damaged), and the host hunts for the
+# next magic at once instead of waiting for a payload that will never come.
+MAX_TENSORS = 1024  # inputs plus outputs an INFO may list
+MAX_OUTPUT_BYTES = 1 << 20  # an OUTPUT's bound while the host does not know the model's (a bare SerialHarness)
+REPLY_LENGTHS = {NAK: 4, ERROR: 4, CALIBRATION: CALIBRATION_COUNTS.size}
+
+
+def reply_length_ok(kind: int, length: int, output_bytes: int | None) -> bool:
+    """Whether a board's frame of type `kind` can carry `length` payload bytes; `output_bytes`:
+    the outputs of one sample of this model (None while the host does not know them yet)."""
+    if kind in REPLY_LENGTHS:
+        return length == REPLY_LENGTHS[kind]
+    if kind == INFO:  # counted against the build after it arrives, so only its shape is checked here
+        return 12 <= length <= 12 + 4 * MAX_TENSORS and length % 4 == 0
+    if kind == OUTPUT:
+        return length == 8 + output_bytes if output_bytes is not None else 8 <= length <= 8 + MAX_OUTPUT_BYTES
+    return False  # a type only the host sends
+
+
 CRC_POLY = 0xEDB88320  # reflected CRC-32 (IEEE 802.3), initial and final value 0xFFFFFFFF, as zlib
 
 
