@@ -28,6 +28,7 @@ import os
 import random
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -217,14 +218,16 @@ LENGTH_AT = proto.HEADER.size - 4  # a header's u32 payload length: its last fie
 
 def test_damaged_lengths_and_header_noise_are_resynced_at_once(bootloader, harness_build, reference):
     """Issue 38, defect 4, against the firmware itself: one flipped bit in an answer's length
-    field (bit 23: a phantom 8 MiB payload) or in an INPUT's, and noise that looks like a frame
-    header in front of an answer. Each damaged frame is sent again as soon as the line is
-    quiet (never after a reply wait: no resend says "timeout"); noise costs nothing."""
+    field (bit 23: a phantom 8 MiB payload) or in an INPUT's, noise that looks like a frame
+    header in front of an answer, and a forged answer (valid CRC, the sample's index, another
+    request id) in front of one. Each damaged frame is sent again as soon as the line is quiet
+    (never after a reply wait: no resend says "timeout"); noise and the forgery cost nothing."""
     rng = random.Random(38)
-    to_board, *flipped, noisy1, noisy2 = rng.sample(range(1, 10), 5)
+    to_board, *flipped, noisy1, noisy2, forged = rng.sample(range(1, 10), 6)
     bits = {flipped[0]: 23, flipped[1]: rng.randrange(32)}
-    noise = {k: proto.HEADER.pack(proto.MAGIC, proto.VERSION, proto.OUTPUT, k, length)
+    noise = {k: proto.HEADER.pack(proto.MAGIC, proto.VERSION, proto.OUTPUT, rng.randrange(1 << 32), k, length)
              for k, length in ((noisy1, 8 + 10), (noisy2, rng.choice([1 << 23, 1 << 16, 4])))}
+    noise[forged] = proto.encode(proto.OUTPUT, rng.randrange(1 << 32), forged, struct.pack("<Q", 1) + bytes(10))
     faults, to_board_at, to_host_at = Faults(), OPENING_TO_BOARD, OPENING_TO_HOST  # sample k's frames on each way
     for k in range(10):
         if k == to_board:  # its INPUT NAKed (wrong length), sent again, then answered

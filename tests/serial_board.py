@@ -28,6 +28,7 @@ from cuvil_sdk.runners import serial_protocol as proto
 @dataclass(frozen=True)
 class Reply:
     kind: int
+    request: int
     sample: int
     repeat: int  # 0: the first answer of this type to this sample index
 
@@ -94,11 +95,12 @@ class BoardStandIn:
         """Raw bytes to the host (noise, a forged frame)."""
         os.write(self.master, data)
 
-    def _reply(self, kind: int, sample: int, payload: bytes) -> None:
-        frame = proto.encode(kind, sample, payload)
+    def _reply(self, kind: int, request: int, sample: int, payload: bytes) -> None:
+        """An answer: it echoes the request id and sample index of the frame it answers."""
+        frame = proto.encode(kind, request, sample, payload)
         repeat = self.sent.get((kind, sample), 0)
         self.sent[(kind, sample)] = repeat + 1
-        self.send(self.tamper(Reply(kind, sample, repeat), frame))
+        self.send(self.tamper(Reply(kind, request, sample, repeat), frame))
 
     # --- the firmware's loop --------------------------------------------------------------------
     def _serve(self) -> None:
@@ -108,33 +110,33 @@ class BoardStandIn:
         except EOFError:
             pass
 
-    def _receive(self) -> tuple[int, int, int, bytes]:
-        """(NAK reason or 0, type, sample, payload), as serial_harness.c.j2's receive()."""
+    def _receive(self) -> tuple[int, int, int, int, bytes]:
+        """(NAK reason or 0, type, request, sample, payload), as serial_harness.c.j2's receive()."""
         previous, byte = 0, 0
         while (previous, byte) != tuple(proto.MAGIC):
             previous, byte = byte, self._byte()
         head = proto.MAGIC + self._bytes(proto.HEADER.size - 2)
-        _, version, kind, sample, length = proto.HEADER.unpack(head)
+        _, version, kind, request, sample, length = proto.HEADER.unpack(head)
         if version != proto.VERSION:
-            return proto.NAK_VERSION, kind, sample, b""
+            return proto.NAK_VERSION, kind, request, sample, b""
         wanted = {proto.HELLO: 0, proto.CALIBRATE: 0, proto.INPUT: sum(self.info.input_bytes)}
         if kind not in wanted:
-            return proto.NAK_TYPE, kind, sample, b""
+            return proto.NAK_TYPE, kind, request, sample, b""
         if length != wanted[kind]:
-            return proto.NAK_LENGTH, kind, sample, b""
+            return proto.NAK_LENGTH, kind, request, sample, b""
         payload = self._bytes(length)
         (crc,) = proto.CRC.unpack(self._bytes(proto.CRC.size))
-        return (0 if crc == proto.crc32(head + payload) else proto.NAK_CRC), kind, sample, payload
+        return (0 if crc == proto.crc32(head + payload) else proto.NAK_CRC), kind, request, sample, payload
 
-    def _answer(self, nak: int, kind: int, sample: int, payload: bytes) -> None:
+    def _answer(self, nak: int, kind: int, request: int, sample: int, payload: bytes) -> None:
         if nak:
-            self._reply(proto.NAK, sample, struct.pack("<I", nak))
+            self._reply(proto.NAK, request, sample, struct.pack("<I", nak))
         elif kind == proto.HELLO:
-            self._reply(proto.INFO, 0, self.info.encode())
+            self._reply(proto.INFO, request, sample, self.info.encode())
         elif kind == proto.CALIBRATE:
             counts = proto.CALIBRATION_INSTRUCTIONS
-            self._reply(proto.CALIBRATION, 0, proto.CALIBRATION_COUNTS.pack(counts, counts))
+            self._reply(proto.CALIBRATION, request, sample, proto.CALIBRATION_COUNTS.pack(counts, counts))
         else:
             self.inputs.append(sample)
             outputs = model(payload, sum(self.info.output_bytes))
-            self._reply(proto.OUTPUT, sample, struct.pack("<Q", count_of(sample)) + outputs)
+            self._reply(proto.OUTPUT, request, sample, struct.pack("<Q", count_of(sample)) + outputs)

@@ -12,6 +12,7 @@ frames can have, and a damaged frame is sent again as soon as the line is quiet 
 """
 from __future__ import annotations
 
+import secrets
 import struct
 import sys
 import time
@@ -62,9 +63,14 @@ class SerialHarness:
     """One conversation with the harness firmware on an open link."""
 
     def __init__(self, link: serial.SerialBase, where: str, baud: int = 115200, retries: int = RETRIES,
-                 reply_s: float = REPLY_BASE_S, output_bytes: int | None = None) -> None:
+                 reply_s: float = REPLY_BASE_S, output_bytes: int | None = None, request: int | None = None) -> None:
         self.link, self.where, self.baud, self.retries, self.reply_s = link, where, baud, retries, reply_s
         self.output_bytes = output_bytes  # one sample's outputs: an OUTPUT's exact payload is 8 more
+        # The first request's id (`request`, else drawn at random): every request takes the next
+        # one, and only an answer with its id is its answer. Random, so that an answer left on
+        # the line by an earlier conversation (the same sample indices) matches no request here.
+        self.next_request = secrets.randbits(32) if request is None else request
+        self.board_version: int | None = None  # a whole frame of an older protocol version came
         self.buffer = bytearray()
         self.damaged = False  # a damaged frame arrived since the last send
         self.heard = time.monotonic()  # when the last byte arrived
@@ -76,17 +82,24 @@ class SerialHarness:
         return len(self.resends)
 
     # --- frames ---------------------------------------------------------------------------
-    def send(self, kind: int, sample: int, payload: bytes = b"") -> None:
+    def new_request(self) -> int:
+        request, self.next_request = self.next_request, (self.next_request + 1) & 0xFFFFFFFF
+        return request
+
+    def send(self, kind: int, request: int, sample: int, payload: bytes = b"") -> None:
         self.damaged = False
-        self._io(lambda: self.link.write(proto.encode(kind, sample, payload)), sample)
+        self._io(lambda: self.link.write(proto.encode(kind, request, sample, payload)), sample)
 
     def receive(self, deadline: float, sample: int) -> proto.Frame | str:
-        """The next well-formed frame, or a reason string: "timeout", or DAMAGED once a
-        damaged frame came and the line has been quiet for QUIET_S since."""
+        """The next well-formed frame, or a reason string: "timeout", DAMAGED once a damaged
+        frame came and the line has been quiet for QUIET_S since, or that a whole frame of an
+        older protocol version came."""
         while True:
             frame = self._parse()
             if frame is not None:
                 return frame
+            if self.board_version is not None:
+                return f"a frame of protocol version {self.board_version}"
             now = time.monotonic()
             if self.damaged and now - self.heard >= QUIET_S:
                 return DAMAGED
@@ -123,11 +136,11 @@ class SerialHarness:
     def _candidate(self, at: int) -> tuple[proto.Frame, int] | bool:
         """The frame starting at `at` and where it ends; True: it may still become one (more
         bytes to come); False: it is none."""
+        if len(self.buffer) - at > 2 and self.buffer[at + 2] != proto.VERSION:
+            return self._other_version(at)
         if len(self.buffer) - at < proto.HEADER.size:
             return True
-        _, version, kind, sample, length = proto.HEADER.unpack_from(self.buffer, at)
-        if version != proto.VERSION:
-            return False  # two bytes that happen to be the magic: noise, no sign of a frame
+        _, _, kind, request, sample, length = proto.HEADER.unpack_from(self.buffer, at)
         if not proto.reply_length_ok(kind, length, self.output_bytes):
             self.damaged = True
             return False
@@ -138,7 +151,16 @@ class SerialHarness:
         if crc != proto.crc32(bytes(self.buffer[at:end])):
             self.damaged = True
             return False
-        return proto.Frame(kind, sample, bytes(self.buffer[at + proto.HEADER.size:end])), end + proto.CRC.size
+        return proto.Frame(kind, request, sample, bytes(self.buffer[at + proto.HEADER.size:end])), end + proto.CRC.size
+
+    def _other_version(self, at: int) -> bool:
+        """A magic followed by another version byte: a whole frame of an older version is noted
+        (the firmware there was built by an older cuvil-sdk); else it is noise, unless such a
+        frame may still be arriving."""
+        version = proto.old_version_at(self.buffer, at)
+        if version:
+            self.board_version = version
+        return version == 0
 
     def _io(self, action, sample: int):
         try:
@@ -148,15 +170,24 @@ class SerialHarness:
 
     # --- the conversation -----------------------------------------------------------------
     def hello(self) -> proto.BoardInfo:
+        """The board's INFO; a board whose firmware speaks an older protocol version is named
+        at once."""
         last = "no answer"
+        request = self.new_request()
         for _ in range(HELLO_TRIES):
-            self.send(proto.HELLO, 0)
+            self.send(proto.HELLO, request, 0)
             deadline = time.monotonic() + HELLO_WAIT_S
             while True:
                 frame = self.receive(deadline, 0)
+                if self.board_version is not None:
+                    raise TargetError(f"{self.where}: the firmware there speaks serial protocol version "
+                                      f"{self.board_version}, this cuvil-sdk version {proto.VERSION}: flash the "
+                                      f"harness this cuvil-sdk builds")
                 if isinstance(frame, str):
                     last = frame
                     break
+                if frame.request != request:
+                    continue  # an answer to another request (an earlier conversation's)
                 if frame.kind == proto.INFO:
                     try:
                         return proto.BoardInfo.decode(frame.payload)
@@ -186,19 +217,26 @@ class SerialHarness:
         if answer_kind == proto.OUTPUT:
             self.output_bytes = answer_bytes - 8
         wire_s = 10.0 * (len(payload) + answer_bytes + 32) / self.baud
+        request = self.new_request()
         last = ""
         for attempt in range(1 + self.retries):
             if attempt:
                 self.resends.append(f"{what}: {last}")
-            self.send(kind, sample, payload)
+            self.send(kind, request, sample, payload)
             deadline = time.monotonic() + self.reply_s + 4 * wire_s
             while True:
                 frame = self.receive(deadline, sample)
                 if isinstance(frame, str):
                     last = frame
                     break
-                if frame.sample != sample or frame.kind not in (answer_kind, proto.ERROR, proto.NAK):
-                    continue  # a late answer to an earlier try
+                if (frame.request, frame.sample) != (request, sample):
+                    # An answer to another request: late, stale or replayed, skipped. A NAK there
+                    # is the board's of a frame whose header came damaged (it echoes the header
+                    # as received): maybe this one's, so it is sent again once the line is quiet.
+                    self.damaged = self.damaged or frame.kind == proto.NAK
+                    continue
+                if frame.kind not in (answer_kind, proto.ERROR, proto.NAK):
+                    continue  # a frame this request has no use for
                 if frame.kind == proto.NAK:
                     reason = struct.unpack_from("<I", frame.payload)[0]
                     last = f"NAK ({proto.NAK_NAMES.get(reason, reason)})"
@@ -214,7 +252,7 @@ class SerialHarness:
     def reset(self) -> None:
         """Best effort: the board resets into its bootloader (where one waits)."""
         try:
-            self.link.write(proto.encode(proto.RESET, 0))
+            self.link.write(proto.encode(proto.RESET, self.new_request(), 0))
             self.link.flush()
         except (serial.SerialException, OSError):
             pass
