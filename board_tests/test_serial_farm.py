@@ -257,6 +257,27 @@ def test_damaged_lengths_and_header_noise_are_resynced_at_once(bootloader, harne
     assert all(c > 100_000 for c in conversation.counts)
 
 
+def test_validate_port_recovers_from_a_phantom_length_at_once(bootloader, work, semihosting_validate):
+    """The issue's own case: `validate --port` while one answer's length field has bit 23
+    flipped (a phantom 8 MiB payload: before the fix 4 reply waits, then exit 6 after ~105 s)
+    and header-like noise precedes another answer: exit 0, the semihosting metrics, one
+    frame sent again."""
+    flipped_at = OPENING_TO_HOST + 3 * OUTPUT_BYTES + LENGTH_AT + 2
+    noise_at = OPENING_TO_HOST + 7 * OUTPUT_BYTES  # sample 6's answer, after sample 3's second one
+    noise = proto.HEADER.pack(proto.MAGIC, proto.VERSION, proto.OUTPUT, 0, 6, 1 << 22)
+    faults = Faults(xor_to_host={flipped_at: 0x80}, insert_to_host={noise_at: noise})
+    with QemuBootloader(bootloader) as qemu, FaultProxy(qemu.port, {1: faults}) as proxy:
+        began = time.monotonic()
+        r = cli("validate", "--board", BOARD, *model_args("--data", work / "data.npz"), "--port", proxy.url, cwd=work)
+        took = time.monotonic() - began
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["resent_frames"] == 1 and report["samples"] == SAMPLES
+    assert report["outputs"] == semihosting_validate["outputs"]
+    assert report["accuracy"] == semihosting_validate["accuracy"]
+    assert took < 4 * 20.0, took  # the build and the flash (8 s here); the phantom's 4 reply waits alone were 80 s
+
+
 # --- a labgrid farm of two QEMU boards ------------------------------------------------------------
 class Process:
     """A labgrid tool in a session of its own, its output in a log file; stop() ends it."""
