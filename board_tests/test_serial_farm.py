@@ -25,8 +25,10 @@ import dataclasses
 import json
 import re
 import os
+import random
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -184,7 +186,7 @@ def test_lost_and_corrupt_frames_are_sent_again_and_a_bad_link_is_reported(board
     faults = Faults(
         flip_to_board={sample(2) + 100},                               # sample 2's input: NAK (CRC), sent again
         drop_to_board=[(sample(5, extra=1) + INPUT_BYTES - 10, 10)],   # sample 5 cut short: timeout, then NAK
-        # sample 7's output corrupt on the way back: timeout, sent again
+        # sample 7's output corrupt on the way back: sent again once the line is quiet
         flip_to_host={OPENING_TO_HOST + 7 * OUTPUT_BYTES + 2 * NAK_BYTES + 20})
     # connection 0 flashes (no faults), 1 is the clean-up conversation, 2 goes bad from sample 3 on
     stays_bad = Faults(garble_to_board_from=OPENING_TO_BOARD + 3 * INPUT_BYTES + 20)
@@ -195,7 +197,7 @@ def test_lost_and_corrupt_frames_are_sent_again_and_a_bad_link_is_reported(board
             "sample 2: NAK (CRC mismatch)",
             "sample 5: timeout",              # its cut frame waits for 10 bytes: the resend's first 10
             "sample 5: NAK (CRC mismatch)",   # complete it, wrongly
-            "sample 7: timeout"]              # its answer came corrupt, then nothing
+            "sample 7: damaged answer"]       # its answer came corrupt (CRC)
         assert conversation.calibrated and conversation.count_problem is None
         board_data = serial_harness_board(get_board(BOARD))
         for k, sample_outputs in enumerate(result_of(board_data, harness_build, [conversation])["outputs"]):
@@ -209,6 +211,71 @@ def test_lost_and_corrupt_frames_are_sent_again_and_a_bad_link_is_reported(board
         assert failure.value.exit_code == 6
         assert str(failure.value) == "board: sample 23: no valid answer after 4 tries (last: timeout)"
         assert time.monotonic() - began < 4 * REPLY_S + 10  # bounded: 4 tries of REPLY_S each
+
+
+LENGTH_AT = proto.HEADER.size - 4  # a header's u32 payload length: its last field
+
+
+def test_damaged_lengths_and_header_noise_are_resynced_at_once(bootloader, harness_build, reference):
+    """Issue 38, defect 4, against the firmware itself: one flipped bit in an answer's length
+    field (bit 23: a phantom 8 MiB payload) or in an INPUT's, noise that looks like a frame
+    header in front of an answer, and a forged answer (valid CRC, the sample's index, another
+    request id) in front of one. Each damaged frame is sent again as soon as the line is quiet
+    (never after a reply wait: no resend says "timeout"); noise and the forgery cost nothing."""
+    rng = random.Random(38)
+    to_board, *flipped, noisy1, noisy2, forged = rng.sample(range(1, 10), 6)
+    bits = {flipped[0]: 23, flipped[1]: rng.randrange(32)}
+    noise = {k: proto.HEADER.pack(proto.MAGIC, proto.VERSION, proto.OUTPUT, rng.randrange(1 << 32), k, length)
+             for k, length in ((noisy1, 8 + 10), (noisy2, rng.choice([1 << 23, 1 << 16, 4])))}
+    noise[forged] = proto.encode(proto.OUTPUT, rng.randrange(1 << 32), forged, struct.pack("<Q", 1) + bytes(10))
+    faults, to_board_at, to_host_at = Faults(), OPENING_TO_BOARD, OPENING_TO_HOST  # sample k's frames on each way
+    for k in range(10):
+        if k == to_board:  # its INPUT NAKed (wrong length), sent again, then answered
+            faults.flip_to_board.add(to_board_at + LENGTH_AT + 1)
+            to_board_at += INPUT_BYTES
+            to_host_at += NAK_BYTES
+        if k in bits:  # its first OUTPUT damaged, its INPUT sent again, answered again
+            faults.xor_to_host[to_host_at + LENGTH_AT + bits[k] // 8] = 1 << (bits[k] % 8)
+            to_board_at += INPUT_BYTES
+            to_host_at += OUTPUT_BYTES
+        if k in noise:
+            faults.insert_to_host[to_host_at] = noise[k]
+        to_board_at += INPUT_BYTES
+        to_host_at += OUTPUT_BYTES
+    with QemuBootloader(bootloader) as qemu, FaultProxy(qemu.port, {1: faults}) as proxy:  # a board of its own
+        flash_command(BOARD, proxy.url, None, Path(harness_build["artifacts"]["bin"]), progress=False)
+        began = time.monotonic()
+        conversation = converse(proxy.url, harness_build, digits_payloads(harness_build, 10))
+        took = time.monotonic() - began
+    expected = {to_board: "NAK (wrong payload length)", **{k: "damaged answer" for k in bits}}
+    assert conversation.resends == [f"sample {k}: {expected[k]}" for k in sorted(expected)], (bits, noise)
+    assert took < 2 * REPLY_S, took  # a phantom payload would cost 4 x REPLY_S
+    board_data = serial_harness_board(get_board(BOARD))
+    for k, sample_outputs in enumerate(result_of(board_data, harness_build, [conversation])["outputs"]):
+        for name, value in sample_outputs.items():
+            assert np.array_equal(value.reshape(-1), reference[name][k]), (k, name)
+    assert all(c > 100_000 for c in conversation.counts)
+
+
+def test_validate_port_recovers_from_a_phantom_length_at_once(bootloader, work, semihosting_validate):
+    """The issue's own case: `validate --port` while one answer's length field has bit 23
+    flipped (a phantom 8 MiB payload: before the fix 4 reply waits, then exit 6 after ~105 s)
+    and header-like noise precedes another answer: exit 0, the semihosting metrics, one
+    frame sent again."""
+    flipped_at = OPENING_TO_HOST + 3 * OUTPUT_BYTES + LENGTH_AT + 2
+    noise_at = OPENING_TO_HOST + 7 * OUTPUT_BYTES  # sample 6's answer, after sample 3's second one
+    noise = proto.HEADER.pack(proto.MAGIC, proto.VERSION, proto.OUTPUT, 0, 6, 1 << 22)
+    faults = Faults(xor_to_host={flipped_at: 0x80}, insert_to_host={noise_at: noise})
+    with QemuBootloader(bootloader) as qemu, FaultProxy(qemu.port, {1: faults}) as proxy:
+        began = time.monotonic()
+        r = cli("validate", "--board", BOARD, *model_args("--data", work / "data.npz"), "--port", proxy.url, cwd=work)
+        took = time.monotonic() - began
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["resent_frames"] == 1 and report["samples"] == SAMPLES
+    assert report["outputs"] == semihosting_validate["outputs"]
+    assert report["accuracy"] == semihosting_validate["accuracy"]
+    assert took < 4 * 20.0, took  # the build and the flash (8 s here); the phantom's 4 reply waits alone were 80 s
 
 
 # --- a labgrid farm of two QEMU boards ------------------------------------------------------------

@@ -40,10 +40,11 @@ def test_crc_table_is_zlibs_crc32():
 
 
 def test_frame_layout():
-    frame = proto.encode(proto.INPUT, 0x01020304, b"\xaa\xbb")
-    assert frame[:2] == b"CV" and frame[2] == proto.VERSION and frame[3] == proto.INPUT
-    assert frame[4:8] == bytes([4, 3, 2, 1]) and frame[8:12] == bytes([2, 0, 0, 0]) and frame[12:14] == b"\xaa\xbb"
-    assert frame[14:] == struct.pack("<I", zlib.crc32(frame[:14]))
+    frame = proto.encode(proto.INPUT, 0x0A0B0C0D, 0x01020304, b"\xaa\xbb")
+    assert frame[:2] == b"CV" and frame[2] == proto.VERSION == 3 and frame[3] == proto.INPUT
+    assert frame[4:8] == bytes([13, 12, 11, 10]) and frame[8:12] == bytes([4, 3, 2, 1])
+    assert frame[12:16] == bytes([2, 0, 0, 0]) and frame[16:18] == b"\xaa\xbb"
+    assert frame[18:] == struct.pack("<I", zlib.crc32(frame[:18]))
 
 
 def test_board_info_round_trip_and_bad_sizes():
@@ -78,15 +79,16 @@ class FakeLine:
         import tty
         tty.setraw(self.host.fileno())
 
-    def read_frame(self, timeout_s: float = 5.0) -> tuple[int, int, bytes]:
+    def read_frame(self, timeout_s: float = 5.0) -> tuple[int, int, int, bytes]:
+        """(type, request id, sample index, payload) of the host's next frame."""
         data = b""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             data += os.read(self.master, 4096)
-            if len(data) >= 12:
-                length = struct.unpack_from("<I", data, 8)[0]
-                if len(data) >= 16 + length:
-                    return data[3], struct.unpack_from("<I", data, 4)[0], data[12:12 + length]
+            if len(data) >= proto.HEADER.size:
+                _, _, kind, request, sample, length = proto.HEADER.unpack_from(data)
+                if len(data) >= proto.HEADER.size + length + proto.CRC.size:
+                    return kind, request, sample, data[proto.HEADER.size:proto.HEADER.size + length]
         raise AssertionError("no frame from the host")
 
     def send(self, data: bytes) -> None:
@@ -116,14 +118,17 @@ def answer(line: FakeLine, replies: list) -> threading.Thread:
     return thread
 
 
-def output(sample: int, count: int, values: bytes) -> bytes:
-    return proto.encode(proto.OUTPUT, sample, struct.pack("<Q", count) + values)
+REQUEST = 0x5EED0000  # the first request id of the scripted conversations (else drawn at random)
+
+
+def output(sample: int, count: int, values: bytes, request: int = REQUEST) -> bytes:
+    return proto.encode(proto.OUTPUT, request, sample, struct.pack("<Q", count) + values)
 
 
 def test_garbage_split_frames_and_late_answers_are_handled(line):
-    harness = SerialHarness(line.host, "board", reply_s=2.0)
+    harness = SerialHarness(line.host, "board", reply_s=2.0, request=REQUEST)
     good = output(3, 12345, b"\x01\x02")
-    stale = output(2, 1, b"\x00\x00")  # a late answer to an earlier sample: skipped
+    stale = output(2, 1, b"\x00\x00", REQUEST - 1)  # a late answer to an earlier request: skipped
     thread = answer(line, [b"\x00noise CV\xff" + stale + good[:5]])
     threading.Timer(0.3, lambda: line.send(good[5:])).start()  # the rest of the frame comes later
     assert harness.exchange(3, b"\x00" * 8, 2) == (12345, b"\x01\x02")
@@ -132,13 +137,14 @@ def test_garbage_split_frames_and_late_answers_are_handled(line):
 
 
 def test_a_nak_and_a_corrupt_answer_are_sent_again(line):
-    harness = SerialHarness(line.host, "board", reply_s=0.5)
-    nak = proto.encode(proto.NAK, 0, struct.pack("<I", proto.NAK_CRC))
+    harness = SerialHarness(line.host, "board", reply_s=0.5, request=REQUEST)
+    nak = proto.encode(proto.NAK, REQUEST, 0, struct.pack("<I", proto.NAK_CRC))
     corrupt = bytearray(output(0, 7, b"\x05\x06"))
-    corrupt[14] ^= 0x40
+    corrupt[proto.HEADER.size + 2] ^= 0x40
     thread = answer(line, [nak, bytes(corrupt), output(0, 7, b"\x05\x06")])
     assert harness.exchange(0, b"\x00" * 8, 2) == (7, b"\x05\x06")
-    assert harness.resends == ["sample 0: NAK (CRC mismatch)", "sample 0: timeout"]  # the corrupt answer: then silence
+    # the corrupt answer: sent again as soon as the line is quiet, not after the reply wait
+    assert harness.resends == ["sample 0: NAK (CRC mismatch)", "sample 0: damaged answer"]
     assert harness.resent == 2
     thread.join(5)
 
@@ -154,8 +160,8 @@ def test_a_silent_board_gives_target_error_after_bounded_tries(line):
 
 
 def test_a_model_error_is_not_retried(line):
-    harness = SerialHarness(line.host, "board", reply_s=2.0)
-    thread = answer(line, [proto.encode(proto.ERROR, 4, struct.pack("<I", proto.ERROR_MODEL))])
+    harness = SerialHarness(line.host, "board", reply_s=2.0, request=REQUEST)
+    thread = answer(line, [proto.encode(proto.ERROR, REQUEST, 4, struct.pack("<I", proto.ERROR_MODEL))])
     with pytest.raises(TargetError, match="the model returned an error on sample 4"):
         harness.exchange(4, b"\x00" * 8, 2)
     assert harness.resent == 0
@@ -228,9 +234,9 @@ def test_calibration_counts_are_judged_within_one_tick():
 
 
 def test_calibrate_asks_the_board_and_sends_again_on_a_nak(line):
-    harness = SerialHarness(line.host, "board", reply_s=0.5)
-    nak = proto.encode(proto.NAK, 0, struct.pack("<I", proto.NAK_CRC))
-    counts = proto.encode(proto.CALIBRATION, 0, proto.CALIBRATION_COUNTS.pack(40000, 40040))
+    harness = SerialHarness(line.host, "board", reply_s=0.5, request=REQUEST)
+    nak = proto.encode(proto.NAK, REQUEST, 0, struct.pack("<I", proto.NAK_CRC))
+    counts = proto.encode(proto.CALIBRATION, REQUEST, 0, proto.CALIBRATION_COUNTS.pack(40000, 40040))
     thread = answer(line, [nak, counts])
     assert harness.calibrate() == (40000, 40040)
     assert harness.resent == 1

@@ -5,10 +5,14 @@ pyserial URL such as socket://127.0.0.1:PORT for the QEMU board's UART0).
 `run_on_serial` flashes the harness image through the board's ROM bootloader (sdk/flash,
 AN3155), says HELLO, sends every sample and collects outputs and counts. A frame that is
 lost, corrupt or NAKed is sent again, at most `retries` times; then, or when the link goes
-away, a TargetError (exit 6) names the board and the sample. Every wait is bounded.
+away, a TargetError (exit 6) names the board and the sample. Every wait is bounded, and a
+damaged answer never costs one: a header is only taken for one with a length this model's
+frames can have, and a damaged frame is sent again as soon as the line is quiet (docs/farm.md,
+"Faults on the serial link").
 """
 from __future__ import annotations
 
+import secrets
 import struct
 import sys
 import time
@@ -29,7 +33,12 @@ HELLO_TRIES = 8
 HELLO_WAIT_S = 2.0      # per HELLO: the image starts within milliseconds of GO
 REPLY_BASE_S = 20.0     # per sample, plus the time its bytes take on the wire (x4)
 POLL_S = 0.05           # pyserial's read timeout; longer waits loop on it
-MAX_PAYLOAD = 1 << 24   # a header that claims more is garbage, not a frame
+# After a damaged frame, a line this long silent means the board has finished sending (it sends
+# a frame's bytes back to back) and listens again: the frame is sent again then, not after the
+# whole reply wait. Long against a USB-serial bridge's latency (milliseconds), short against
+# the reply wait.
+QUIET_S = 0.25
+DAMAGED = "damaged answer"  # a receive() reason: a frame came but was not whole
 
 
 @dataclass(frozen=True)
@@ -54,9 +63,17 @@ class SerialHarness:
     """One conversation with the harness firmware on an open link."""
 
     def __init__(self, link: serial.SerialBase, where: str, baud: int = 115200, retries: int = RETRIES,
-                 reply_s: float = REPLY_BASE_S) -> None:
+                 reply_s: float = REPLY_BASE_S, output_bytes: int | None = None, request: int | None = None) -> None:
         self.link, self.where, self.baud, self.retries, self.reply_s = link, where, baud, retries, reply_s
+        self.output_bytes = output_bytes  # one sample's outputs: an OUTPUT's exact payload is 8 more
+        # The first request's id (`request`, else drawn at random): every request takes the next
+        # one, and only an answer with its id is its answer. Random, so that an answer left on
+        # the line by an earlier conversation (the same sample indices) matches no request here.
+        self.next_request = secrets.randbits(32) if request is None else request
+        self.board_version: int | None = None  # a whole frame of an older protocol version came
         self.buffer = bytearray()
+        self.damaged = False  # a damaged frame arrived since the last send
+        self.heard = time.monotonic()  # when the last byte arrived
         self.resends: list[str] = []  # why each frame was sent again ("sample 5: timeout"), in order
 
     @property
@@ -65,41 +82,85 @@ class SerialHarness:
         return len(self.resends)
 
     # --- frames ---------------------------------------------------------------------------
-    def send(self, kind: int, sample: int, payload: bytes = b"") -> None:
-        self._io(lambda: self.link.write(proto.encode(kind, sample, payload)), sample)
+    def new_request(self) -> int:
+        request, self.next_request = self.next_request, (self.next_request + 1) & 0xFFFFFFFF
+        return request
+
+    def send(self, kind: int, request: int, sample: int, payload: bytes = b"") -> None:
+        self.damaged = False
+        self._io(lambda: self.link.write(proto.encode(kind, request, sample, payload)), sample)
 
     def receive(self, deadline: float, sample: int) -> proto.Frame | str:
-        """The next well-formed frame, or a reason string: "timeout", "corrupt frame"."""
+        """The next well-formed frame, or a reason string: "timeout", DAMAGED once a damaged
+        frame came and the line has been quiet for QUIET_S since, or that a whole frame of an
+        older protocol version came."""
         while True:
             frame = self._parse()
             if frame is not None:
                 return frame
-            if time.monotonic() >= deadline:
+            if self.board_version is not None:
+                return f"a frame of protocol version {self.board_version}"
+            now = time.monotonic()
+            if self.damaged and now - self.heard >= QUIET_S:
+                return DAMAGED
+            if now >= deadline:
                 return "timeout"
             chunk = self._io(lambda: self.link.read(max(1, self.link.in_waiting)), sample)
-            self.buffer += chunk
+            if chunk:
+                self.heard = time.monotonic()
+                self.buffer += chunk
 
-    def _parse(self) -> proto.Frame | str | None:
-        at = self.buffer.find(proto.MAGIC)
-        if at < 0:
-            del self.buffer[:-1]  # a magic may be cut between two reads
-            return None
-        del self.buffer[:at]
-        if len(self.buffer) < proto.HEADER.size:
-            return None
-        _, version, kind, sample, length = proto.HEADER.unpack_from(self.buffer)
-        if version != proto.VERSION or kind not in proto.FRAME_NAMES or length > MAX_PAYLOAD:
-            del self.buffer[:1]  # not a header: hunt on
-            return None
-        end = proto.HEADER.size + length
+    def _parse(self) -> proto.Frame | None:
+        """The first whole frame in the buffer, which then starts after it. Every magic is a
+        candidate, and one that is still incomplete does not hide a whole frame after it:
+        noise that looks like a header, or a header whose length field was damaged, costs
+        nothing once the next good frame has arrived. A candidate of this protocol version whose
+        header is not one a board sends for this model, or whose CRC fails, is dropped and
+        marks the wait damaged."""
+        pending, at = None, self.buffer.find(proto.MAGIC)
+        while at >= 0:
+            found = self._candidate(at)
+            if isinstance(found, tuple):
+                frame, end = found
+                del self.buffer[:end]
+                return frame
+            if found and pending is None:
+                pending = at
+            at = self.buffer.find(proto.MAGIC, at + 1)
+        if pending is not None:
+            del self.buffer[:pending]
+        else:  # nothing that may still become a frame, but a magic may be cut between two reads
+            del self.buffer[:-1 if self.buffer[-1:] == proto.MAGIC[:1] else len(self.buffer)]
+        return None
+
+    def _candidate(self, at: int) -> tuple[proto.Frame, int] | bool:
+        """The frame starting at `at` and where it ends; True: it may still become one (more
+        bytes to come); False: it is none."""
+        if len(self.buffer) - at > 2 and self.buffer[at + 2] != proto.VERSION:
+            return self._other_version(at)
+        if len(self.buffer) - at < proto.HEADER.size:
+            return True
+        _, _, kind, request, sample, length = proto.HEADER.unpack_from(self.buffer, at)
+        if not proto.reply_length_ok(kind, length, self.output_bytes):
+            self.damaged = True
+            return False
+        end = at + proto.HEADER.size + length
         if len(self.buffer) < end + proto.CRC.size:
-            return None
-        body = bytes(self.buffer[:end])
+            return True
         (crc,) = proto.CRC.unpack_from(self.buffer, end)
-        del self.buffer[:end + proto.CRC.size]
-        if crc != proto.crc32(body):
-            return "corrupt frame"
-        return proto.Frame(kind, sample, body[proto.HEADER.size:])
+        if crc != proto.crc32(bytes(self.buffer[at:end])):
+            self.damaged = True
+            return False
+        return proto.Frame(kind, request, sample, bytes(self.buffer[at + proto.HEADER.size:end])), end + proto.CRC.size
+
+    def _other_version(self, at: int) -> bool:
+        """A magic followed by another version byte: a whole frame of an older version is noted
+        (the firmware there was built by an older cuvil-sdk); else it is noise, unless such a
+        frame may still be arriving."""
+        version = proto.old_version_at(self.buffer, at)
+        if version:
+            self.board_version = version
+        return version == 0
 
     def _io(self, action, sample: int):
         try:
@@ -109,15 +170,24 @@ class SerialHarness:
 
     # --- the conversation -----------------------------------------------------------------
     def hello(self) -> proto.BoardInfo:
+        """The board's INFO; a board whose firmware speaks an older protocol version is named
+        at once."""
         last = "no answer"
+        request = self.new_request()
         for _ in range(HELLO_TRIES):
-            self.send(proto.HELLO, 0)
+            self.send(proto.HELLO, request, 0)
             deadline = time.monotonic() + HELLO_WAIT_S
             while True:
                 frame = self.receive(deadline, 0)
+                if self.board_version is not None:
+                    raise TargetError(f"{self.where}: the firmware there speaks serial protocol version "
+                                      f"{self.board_version}, this cuvil-sdk version {proto.VERSION}: flash the "
+                                      f"harness this cuvil-sdk builds")
                 if isinstance(frame, str):
                     last = frame
                     break
+                if frame.request != request:
+                    continue  # an answer to another request (an earlier conversation's)
                 if frame.kind == proto.INFO:
                     try:
                         return proto.BoardInfo.decode(frame.payload)
@@ -142,26 +212,33 @@ class SerialHarness:
     def ask(self, kind: int, sample: int, payload: bytes, answer_kind: int, answer_bytes: int,
             what: str) -> bytes:
         """Send a frame and return the payload of the board's `answer_kind` frame of that
-        sample index, sending it again (at most `retries` times) on a NAK, a corrupt or wrong
-        answer, or silence; `what` names it in the error."""
+        sample index, sending it again (at most `retries` times) on a NAK, a damaged answer (as
+        soon as the line is quiet) or silence; `what` names it in the error."""
+        if answer_kind == proto.OUTPUT:
+            self.output_bytes = answer_bytes - 8
         wire_s = 10.0 * (len(payload) + answer_bytes + 32) / self.baud
+        request = self.new_request()
         last = ""
         for attempt in range(1 + self.retries):
             if attempt:
                 self.resends.append(f"{what}: {last}")
-            self.send(kind, sample, payload)
+            self.send(kind, request, sample, payload)
             deadline = time.monotonic() + self.reply_s + 4 * wire_s
             while True:
                 frame = self.receive(deadline, sample)
                 if isinstance(frame, str):
                     last = frame
-                    if frame == "timeout":
-                        break
-                    continue  # a corrupt answer: its sample's own answer may still come; else timeout
-                if frame.sample != sample or frame.kind not in (answer_kind, proto.ERROR, proto.NAK):
-                    continue  # a late answer to an earlier try
+                    break
+                if (frame.request, frame.sample) != (request, sample):
+                    # An answer to another request: late, stale or replayed, skipped. A NAK there
+                    # is the board's of a frame whose header came damaged (it echoes the header
+                    # as received): maybe this one's, so it is sent again once the line is quiet.
+                    self.damaged = self.damaged or frame.kind == proto.NAK
+                    continue
+                if frame.kind not in (answer_kind, proto.ERROR, proto.NAK):
+                    continue  # a frame this request has no use for
                 if frame.kind == proto.NAK:
-                    reason = struct.unpack_from("<I", frame.payload)[0] if len(frame.payload) == 4 else 0
+                    reason = struct.unpack_from("<I", frame.payload)[0]
                     last = f"NAK ({proto.NAK_NAMES.get(reason, reason)})"
                     break
                 if frame.kind == proto.ERROR:
@@ -170,14 +247,12 @@ class SerialHarness:
                     last = f"{frame.name} of {len(frame.payload)} bytes, expected {answer_bytes}"
                     break
                 return frame.payload
-            if last == "corrupt frame":
-                self.buffer.clear()
         raise TargetError(f"{self.where}: {what}: no valid answer after {1 + self.retries} tries (last: {last})")
 
     def reset(self) -> None:
         """Best effort: the board resets into its bootloader (where one waits)."""
         try:
-            self.link.write(proto.encode(proto.RESET, 0))
+            self.link.write(proto.encode(proto.RESET, self.new_request(), 0))
             self.link.flush()
         except (serial.SerialException, OSError):
             pass
@@ -236,9 +311,9 @@ def run_samples_on_link(link: serial.SerialBase, board: Board, info: dict, paylo
     bootloader (RESET frame); without, the harness stays up for another conversation.
     SysTick boards are calibrated after HELLO: counts that are not guest instructions are
     said at once on stderr and kept as `count_problem`."""
-    harness = SerialHarness(link, where, baud, reply_s=reply_s)
     counter = str(board.get("firmware.serial_counter", "systick"))
     want = expected_info(info, counter)
+    harness = SerialHarness(link, where, baud, reply_s=reply_s, output_bytes=sum(want.output_bytes))
     got = harness.hello()
     if got != want:
         raise TargetError(f"{where}: the firmware there is not this build (it says {got}, this build is {want})")

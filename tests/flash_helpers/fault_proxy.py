@@ -7,6 +7,8 @@ harness's conversation), each forwarded to 127.0.0.1:target_port. Faults are giv
 connection (counted from 0) as byte offsets of that connection's stream:
 
 - `flip_to_board` / `flip_to_host`: offsets whose byte is inverted on the way (a corrupt frame);
+- `xor_to_host`: offset -> mask, bits of that byte inverted on the way (one flipped bit);
+- `insert_to_host`: offset -> bytes put on the way just before that byte (noise, a forged frame);
 - `drop_to_board`: (offset, count) ranges that are swallowed (a lost piece of a frame);
 - `garble_to_board_from`: every byte from that offset on is inverted (a link gone bad for good);
 - `kill_at`: once the host has sent that many bytes, `on_kill` runs (the test kills the QEMU
@@ -27,6 +29,8 @@ from .tcp_proxy import ProxyServer
 class Faults:
     flip_to_board: set[int] = field(default_factory=set)
     flip_to_host: set[int] = field(default_factory=set)
+    xor_to_host: dict[int, int] = field(default_factory=dict)
+    insert_to_host: dict[int, bytes] = field(default_factory=dict)
     drop_to_board: list[tuple[int, int]] = field(default_factory=list)
     garble_to_board_from: int | None = None
     kill_at: int | None = None
@@ -82,7 +86,7 @@ class FaultProxy(ProxyServer):
                     to_board += len(chunk)
                     device.sendall(out)
                 else:
-                    out = bytes(b ^ 0xFF if to_host + i in faults.flip_to_host else b for i, b in enumerate(chunk))
+                    out = self._to_host(chunk, to_host, faults)
                     to_host += len(chunk)
                     host.sendall(out)
 
@@ -95,4 +99,14 @@ class FaultProxy(ProxyServer):
                 continue
             garbled = faults.garble_to_board_from is not None and offset >= faults.garble_to_board_from
             out.append(byte ^ 0xFF if garbled or offset in faults.flip_to_board else byte)
+        return bytes(out)
+
+    @staticmethod
+    def _to_host(chunk: bytes, at: int, faults: Faults) -> bytes:
+        out = bytearray()
+        for i, byte in enumerate(chunk):
+            offset = at + i
+            out += faults.insert_to_host.get(offset, b"")
+            mask = (0xFF if offset in faults.flip_to_host else 0) ^ faults.xor_to_host.get(offset, 0)
+            out.append(byte ^ mask)
         return bytes(out)
