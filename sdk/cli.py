@@ -39,6 +39,9 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
     p.add_argument("--calib", help="calibration samples (.npy/.npz), or 'random' (not representative)")
     p.add_argument("--calib-method", choices=METHODS, help="activation range method (default: minmax)")
     p.add_argument("--name", help="C symbol prefix (default: the model file's name)")
+    p.add_argument("--verbose", action="store_true",
+                   help="name every layer on a slower kernel one line each (default: one line per kernel "
+                        "and reason past 8 layers; report.json lists them all)")
     p.add_argument("--accuracy-target", type=float, metavar="COSINE",
                    help="keep the layers that hurt most in higher precision (float in standard, int16 "
                         "activations in lite) until the model's outputs reach this cosine similarity to the "

@@ -380,7 +380,8 @@ def make_request(args) -> CompileRequest:
         model, calib = bundled_example(calib)
     options = {option: getattr(args, dest, None) for option, dest in REQUEST_OPTIONS.items()}
     return new_request(model, board=args.board, profile=args.profile, progress=sys.stderr.isatty(),
-                       weights_file=getattr(args, "weights_file", None), **{**options, "calib": calib})
+                       weights_file=getattr(args, "weights_file", None), verbose=bool(getattr(args, "verbose", False)),
+                       **{**options, "calib": calib})
 
 
 # the request's options (sdk/request.py) -> where the parsed command line keeps them

@@ -235,7 +235,7 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
         say(f"{len(tiling.region)} layers in {tiling.bands} row bands: arena {plan.size} B (whole layers: "
             f"{tiling.untiled_arena} B), {tiling.macs - tiling.whole_macs} multiply-adds computed again "
             f"({(tiling.macs - tiling.whole_macs) / max(1, tiling.whole_macs):.1%} of those layers)")
-    report_fallbacks(info["fallbacks"])
+    report_fallbacks(info["fallbacks"], req.verbose)
     report_weight_notes(info)
     return info
 
@@ -288,14 +288,36 @@ def check_weight_bits(req: CompileRequest, precision: str) -> None:
             raise UsageError(f"{option} applies to int8 builds, not --precision {precision}")
 
 
-def report_fallbacks(fallbacks: list[dict]) -> None:
-    """One line on stderr per layer that runs a slower kernel than its board's first sets offer (a
+# Up to this many layers on slower kernels are named one line each; more are summed up one line per
+# kernel and reason (a detector can have 500 such layers), the full list in report.json / --verbose.
+FALLBACK_LINES = 8
+
+
+def report_fallbacks(fallbacks: list[dict], verbose: bool = False) -> None:
+    """Say on stderr every layer that runs a slower kernel than its board's first sets offer (a
     portable kernel, or a later set's where an earlier set declined): a slow path is never taken
-    in silence."""
+    in silence. A few are named one line each; many, one line per kernel and reason, with a count,
+    the ops, the first layers, and where the whole list is."""
+    if verbose or len(fallbacks) <= FALLBACK_LINES:
+        for f in fallbacks:
+            print(f"cuvil-sdk: note: layer '{f['layer']}' ({f['op']}) runs the {fallback_kind(f)} kernel "
+                  f"{f['kernel']}: {f['reason']}", file=sys.stderr)
+        return
+    groups: dict[tuple[str, str], list[dict]] = {}
     for f in fallbacks:
-        which = "portable" if f["kernel"] in declarations("portable") else "fallback"
-        print(f"cuvil-sdk: note: layer '{f['layer']}' ({f['op']}) runs the {which} kernel {f['kernel']}: "
-              f"{f['reason']}", file=sys.stderr)
+        groups.setdefault((f["kernel"], f["reason"]), []).append(f)
+    for (kernel, reason), layers in groups.items():
+        ops = ", ".join(dict.fromkeys(f["op"] for f in layers))
+        first = ", ".join(f"'{f['layer']}'" for f in layers[:3]) + (", ..." if len(layers) > 3 else "")
+        print(f"cuvil-sdk: note: {len(layers)} layer{'s' if len(layers) > 1 else ''} ({ops}: {first}) "
+              f"run{'' if len(layers) > 1 else 's'} the {fallback_kind(layers[0])} kernel {kernel}: {reason}",
+              file=sys.stderr)
+    print(f"cuvil-sdk: note: {len(fallbacks)} layers on slower kernels in all; each is listed under `fallbacks` in "
+          f"manifest.json and report.json, and by --verbose", file=sys.stderr)
+
+
+def fallback_kind(f: dict) -> str:
+    return "portable" if f["kernel"] in declarations("portable") else "fallback"
 
 
 __all__ = ["compile_into", "compile_model", "CuvilError"]

@@ -39,6 +39,7 @@ class CompileRequest:
     name: str | None = None
     input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     progress: bool = False
+    verbose: bool = False  # --verbose: every layer on a slower kernel named one line each
     threads: int = 1  # standard profile, Linux boards: large layers split over this many threads
     accuracy_target: float | None = None  # minimum cosine vs float: keep worst layers in higher precision
     int16_layers: list[str] = field(default_factory=list)  # 16x8 layers named by the user
@@ -112,7 +113,8 @@ def default(value: Any, otherwise: Any) -> Any:
 
 
 def new_request(model: str | Path, *, board: str, profile: str | None = None, progress: bool = False,
-                debug_dump: bool = False, weights_file: str | None = None, **options: Any) -> CompileRequest:
+                debug_dump: bool = False, weights_file: str | None = None, verbose: bool = False,
+                **options: Any) -> CompileRequest:
     """The request for `model` on `board` (profile: the board's first by default), options by
     keyword with the CLI's names; an unknown option is a UsageError. The values are checked where
     the pipeline uses them (precision, placement, calibration method, layouts), with the same
@@ -138,7 +140,7 @@ def new_request(model: str | Path, *, board: str, profile: str | None = None, pr
         model=model.resolve() if model.exists() else model, board=the_board, profile=the_profile,
         precision=options.get("precision"), calib=calib, calib_method=options.get("calib_method") or "minmax",
         name=options.get("name"), input_shapes=parse_input_shapes(input_shape_specs(options.get("input_shape"))),
-        progress=progress, threads=default(options.get("threads"), 1), accuracy_target=options.get("accuracy_target"),
+        progress=progress, verbose=verbose, threads=default(options.get("threads"), 1), accuracy_target=options.get("accuracy_target"),
         int16_layers=name_list(options.get("int16_layers")), weight_bits=weight_bits_option(options.get("weight_bits")),
         int4_layers=name_list(options.get("int4_layers")), debug_dump=debug_dump, plugins=plugins,
         weight_layout=options.get("weight_layout"), input_layout=options.get("input_layout") or "nchw",

@@ -55,3 +55,29 @@ def test_a_board_without_a_faster_set_reports_none(tmp_path):
     report, stderr = compile_json(tmp_path, "host-portable")
     assert report["fallbacks"] == [] and "runs the portable kernel" not in stderr
 
+
+
+def chain_of_sigmoids(path: Path, count: int) -> None:
+    nodes = [helper.make_node("Sigmoid", [f"t{i}"], [f"t{i + 1}"], name=f"s{i}") for i in range(count)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 16])],
+                              [helper.make_tensor_value_info(f"t{count}", TensorProto.FLOAT, [1, 16])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def test_many_fallbacks_are_summed_up_per_kernel_and_listed_whole_on_request(tmp_path):
+    """A detector can put 500 layers on a slower kernel: past 8, one line per kernel and reason
+    (count, ops, first layers), and where the whole list is; --verbose names each."""
+    chain_of_sigmoids(tmp_path / "m.onnx", 12)
+    base = [sys.executable, "-m", "cuvil_sdk.cli", "compile", str(tmp_path / "m.onnx"), "--board", "host",
+            "--profile", "standard", "--calib", "random", "--json"]
+    short = subprocess.run(base + ["-o", str(tmp_path / "a")], capture_output=True, text=True, timeout=300)
+    notes = [l for l in short.stderr.splitlines() if l.startswith("cuvil-sdk: note:")]
+    assert notes == ["cuvil-sdk: note: 12 layers (Sigmoid: 's0', 's1', 's2', ...) run the portable kernel lut_s8: "
+                     "avx2: no avx2 kernel for lut_s8",
+                     "cuvil-sdk: note: 12 layers on slower kernels in all; each is listed under `fallbacks` in "
+                     "manifest.json and report.json, and by --verbose"]
+    assert len(json.loads(short.stdout)["fallbacks"]) == 12
+    verbose = subprocess.run(base + ["-o", str(tmp_path / "b"), "--verbose"], capture_output=True, text=True,
+                             timeout=300)
+    named = [l for l in verbose.stderr.splitlines() if l.startswith("cuvil-sdk: note: layer ")]
+    assert len(named) == 12 and "layer 's11' (Sigmoid) runs the portable kernel lut_s8" in named[-1]
