@@ -216,3 +216,26 @@ def test_validate_keeps_its_builds_and_layer_values_where_o_says(work):
     for key in ours_keys:
         ours, ref = values[key], values[f"onnxruntime/{key}"]
         assert ours.shape == ref.shape and len(ours) == 16  # the per-layer subset of the 200 samples
+
+
+def test_per_layer_compares_a_bool_tensor_named_like_its_node(work):
+    """An exporter named a bool Equal output like its node; the per-layer ONNX Runtime graph declared
+    every extra output float and ORT refused it (issue 39): each extra output now has its own type."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(4)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 16)).astype(np.float32), "w"),
+             numpy_helper.from_array(np.zeros((1,), np.float32), "zero")]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"), helper.make_node("Relu", ["m"], ["r"], name="relu"),
+             helper.make_node("Equal", ["r", "zero"], ["eq"], name="eq"),
+             helper.make_node("Where", ["eq", "m", "r"], ["y"], name="where")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), work / "eq.onnx")
+    np.savez(work / "eq.npz", x=rng.standard_normal((8, 1, 8)).astype(np.float32))
+    np.save(work / "eq_calib.npy", rng.standard_normal((8, 1, 8)).astype(np.float32))
+    r = cli("validate", "--board", "host", "--profile", "standard", "--model", work / "eq.onnx", "--data",
+            work / "eq.npz", "--calib", work / "eq_calib.npy", "--per-layer", "--json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    by_op = {l["op"]: l for l in json.loads(r.stdout)["layers"]}
+    assert by_op["Equal"]["cosine"] is not None and by_op["Equal"]["cosine"] > 0.9  # int8 moves a few values off 0

@@ -28,14 +28,28 @@ def onnxruntime_session(model: Path, extra_outputs: list[str] = ()):
         raise ToolError("validate needs ONNX Runtime as the float reference: pip install onnxruntime") from None
     m = onnx.load(str(model))
     known = {o.name for o in m.graph.output}
+    types = tensor_types(m) if extra_outputs else {}
     for name in extra_outputs:
-        if name not in known:
-            m.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+        if name not in known:  # declared with its own type: a bool Equal output is no float
+            m.graph.output.append(onnx.helper.make_tensor_value_info(name, types.get(name, onnx.TensorProto.FLOAT), None))
             known.add(name)
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return ort.InferenceSession(m.SerializeToString(), options)
+
+
+def tensor_types(m) -> dict[str, int]:
+    """Each tensor's ONNX element type, as shape inference gives it (inputs, initializers, values)."""
+    import onnx
+    try:
+        inferred = onnx.shape_inference.infer_shapes(m).graph
+    except Exception:  # a model ORT runs but the checker's inference refuses: types as declared
+        inferred = m.graph
+    values = list(inferred.input) + list(inferred.value_info) + list(inferred.output)
+    types = {v.name: v.type.tensor_type.elem_type for v in values if v.type.tensor_type.elem_type}
+    types.update({t.name: t.data_type for t in inferred.initializer})
+    return types
 
 
 def reference_used(g) -> dict:
