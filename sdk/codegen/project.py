@@ -21,11 +21,24 @@ def harness_context(info: dict) -> dict:
     types: codegen/harness_types.py)."""
     int8 = info["precision"] == "int8"
     keys = ("index", "size", "dtype", "scale")
-    return with_types({"name": info["name"], "NAME": info["name"].upper(), "int8": int8,
-                       "inputs": [{k: t[k] for k in keys} for t in info["inputs"]],
-                       "outputs": [{k: t[k] for k in keys} for t in info["outputs"]],
-                       "weights_file": info.get("weights", {}).get("file", "")
-                       if info.get("weights", {}).get("placement") == "file" else ""})
+    region = info.get("weights", {}).get("arena_region")
+    section = f".{region}.bss.{info['name']}_harness" if region else ""
+    context = with_types({"name": info["name"], "NAME": info["name"].upper(), "int8": int8,
+                          "inputs": [{k: t[k] for k in keys} for t in info["inputs"]],
+                          "outputs": [{k: t[k] for k in keys} for t in info["outputs"]],
+                          "weights_file": info.get("weights", {}).get("file", "")
+                          if info.get("weights", {}).get("placement") == "file" else "",
+                          # the firmware harness's sample buffers go where the arena goes (--arena-region)
+                          "buffer_section": section,
+                          "buffer_attribute": f' __attribute__((section("{section}")))' if section else "",
+                          "chunk_floats": HARNESS_CHUNK_FLOATS})
+    context["quantized_inputs"] = int8 and any(not i["integer"] for i in context["inputs"])
+    return context
+
+
+# A float input of an int8 firmware build is read this many floats at a time and quantized as it
+# comes (1 KiB of RAM instead of the whole float copy: 602 KB for a 224x224x3 image).
+HARNESS_CHUNK_FLOATS = 256
 
 
 def add_board_files(board: Board, out_dir: Path, info: dict) -> None:
