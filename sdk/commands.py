@@ -41,6 +41,9 @@ def do_build(req: CompileRequest, out_dir: Path, jobs: int) -> BuildInfo:
     with StagedOutput(out_dir) as stage:
         info = compile_into(req, stage)  # the whole project: model, kernels, harness, linker script, build.json
         with link_map_kept_on_budget_error(stage, out_dir, info["name"]):
+            if req.progress:
+                print(f"cuvil-sdk: compiling {len(info['sources'])} C files for {req.board.name} (-j{jobs}) ...",
+                      file=sys.stderr, flush=True)
             build_checked(stage, req.board, info["name"], jobs)
             made = artifacts(stage, out_dir, info["name"], req.board, info.get("weights", {}).get("placement"))
             report = memory_report(req.board, stage, info)

@@ -204,7 +204,9 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
     check_weight_bits(req, precision)
     if req.weights_file and placement.placement != "file":
         raise UsageError("--weights-file needs a --weights file build")
+    stage(req, f"reading {req.model.name}")
     g = frontend_and_passes(req)
+    stage(req, f"{len(g.nodes)} layers; " + ("quantizing" if precision == "int8" else f"{precision} build"))
     precision_layers = quantize(g, req) if precision == "int8" else {"float_layers": [], "int16_layers": []}
     if precision == "fp16":
         precision_layers["float_layers"] = to_half(g)
@@ -218,6 +220,7 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
         selections[id(graph)] = selection
         return plan_arena(graph, sharing, search)
 
+    stage(req, f"planning memory, choosing kernels and writing C for {len(g.nodes)} layers")
     budget, board_ram = arena_budget_of(req, arena_region)
     g, plan, tiling = fit_budget(g, budget, planned, note=say, board=board_ram)
     info = generate(g, plan, req.board, options, req.name or req.model.stem, out_dir, selections[id(g)])
@@ -242,6 +245,13 @@ def compile_model(req: CompileRequest, out_dir: Path) -> BuildInfo:
 
 def say(message: str) -> None:
     print(f"cuvil-sdk: {message}", file=sys.stderr)
+
+
+def stage(req: CompileRequest, message: str) -> None:
+    """A step of a long build, on stderr when it is a terminal (req.progress): a 3 GMAC model's
+    int8 build takes minutes, which must not pass in silence."""
+    if req.progress:
+        print(f"cuvil-sdk: {message} ...", file=sys.stderr, flush=True)
 
 
 def arena_budget_of(req: CompileRequest, arena_region: str | None) -> tuple[int | None, str | None]:
