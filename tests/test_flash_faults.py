@@ -1,5 +1,6 @@
-"""Faults during a flash (issue 38, defects 2 and 3): a lost ACK after WRITE MEMORY's
-address, a lost ACK or a cut right after EXTENDED ERASE, and a flasher killed mid-write. Each is injected on the
+"""Faults during a flash (issue 38, defects 2, 3 and 8): a lost ACK after WRITE MEMORY's
+address, a lost ACK or a cut right after EXTENDED ERASE, a lost ACK after GO, and a
+flasher killed mid-write. Each is injected on the
 simulated bootloader; none may end in a wrong success, and each is recovered or named.
 Every test here is seeded (fixed images, fixed fault points) and takes a few seconds."""
 from __future__ import annotations
@@ -16,8 +17,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cuvil_sdk.cli import main as cli_main
 from cuvil_sdk.errors import FlashError
-from cuvil_sdk.flash.an3155 import EXTENDED_ERASE, WRITE_MEMORY
+from cuvil_sdk.flash.an3155 import EXTENDED_ERASE, GO, WRITE_MEMORY
 from cuvil_sdk.flash.image import load_image
 from cuvil_sdk.flash.simulator import Fault, Simulator
 from flash_helpers import BOARD_NAME, FAST, FLASH_START, flash, geometry, write_bin
@@ -113,6 +115,52 @@ def test_a_pending_erase_that_cannot_be_completed_in_time_says_reset_the_board(t
         assert sim.read(FLASH_START, SIZE) == firmware.read_bytes()
         assert sim.device.go_address == FLASH_START
     assert result["verified"]
+
+
+# -- defect 8: a lost ACK after GO ------------------------------------------------------
+
+def test_lost_ack_after_go_reports_verified_but_start_unconfirmed(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The bootloader jumped, the ACK that says so is lost: the image is written and
+    verified and most likely running. `flash` must not fail (exit 7) nor claim a confirmed
+    start: it succeeds with a warning line and `go_confirmed: false`, and sends nothing more
+    to the port (the application owns it now)."""
+    firmware = write_bin(tmp_path, SIZE)
+    lost = Fault("drop", command=GO, nth=1, stage=1, direction="tx")
+    with Simulator(geometry(), transport="tcp", faults=[lost]) as sim:
+        result = flash(sim, firmware, timeouts=FAST)
+        assert lost.fired == 1 and sim.device.go_address == FLASH_START
+        after_go = sim.device.rx_count - max(offset for offset, code in sim.device.log if code == GO)
+        assert after_go <= 7 + 2  # GO, its address, and at most two probe bytes
+    assert result["verified"] is True and result["go_confirmed"] is False
+    warning = capsys.readouterr().err.strip().splitlines()
+    assert len(warning) == 1 and warning[0].startswith("cuvil-sdk: warning: go at 0x08000000: "), warning
+    assert "verified" in warning[0] and "not confirmed" in warning[0]
+    assert result["warnings"] == [warning[0].removeprefix("cuvil-sdk: warning: ")]
+
+
+def test_lost_ack_after_go_through_the_cli_exits_0_with_one_warning(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    firmware = write_bin(tmp_path, 3000)
+    with Simulator(geometry(), faults=[Fault("drop", command=GO, stage=1, direction="tx")]) as sim:
+        code = cli_main(["flash", "--board", BOARD_NAME, "--port", sim.port, "--baud", "115200", str(firmware)])
+        assert sim.device.go_address == FLASH_START
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cuvil-sdk: warning: go at 0x08000000:"), err
+    assert out.strip().endswith("(written and verified; start not confirmed)"), out
+
+
+def test_go_abandoned_by_the_bootloader_is_retried_and_confirmed(tmp_path: Path) -> None:
+    """No ACK after GO's address, but the bootloader still answers: it did not jump, so GO
+    is sent again (not reported as an unconfirmed start)."""
+    firmware = write_bin(tmp_path, 3000)
+    silence = Fault("silence", command=GO, stage=1)
+    with Simulator(geometry(), transport="tcp", faults=[silence]) as sim:
+        result = flash(sim, firmware, timeouts=FAST)
+        assert silence.fired == 1 and sim.device.go_address == FLASH_START
+    assert result["go_confirmed"] is True and result["retries"] >= 1 and result["warnings"] == []
 
 
 # -- a flasher killed in the middle of a write -------------------------------------------

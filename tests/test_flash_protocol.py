@@ -137,6 +137,7 @@ FAULTS = {
     "lost-ack-after-write-address": (dict(kind="drop", command=WRITE_MEMORY, nth=3, stage=1, direction="tx"),
                                      "write"),
     "lost-ack-to-erase-command": (dict(kind="drop", command=EXTENDED_ERASE, stage=0, direction="tx"), "erase"),
+    "silence-after-go-address": (dict(kind="silence", command=GO, stage=1), "go"),
 }
 
 

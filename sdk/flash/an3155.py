@@ -16,7 +16,9 @@ Every failure ends in a `FlashError` whose one line names the step and, where th
 is one, the address. A command that was NACKed, timed out or drew garbage is retried
 (after re-synchronising) a bounded number of times; a serial link that went away is
 not retried, since no retry will bring the cable back, nor is a re-synchronisation that
-found no bootloader at all.
+found no bootloader at all. GO is the exception: when its last ACK is lost and the
+bootloader has gone quiet, the image most likely runs, and `go` says so (False) rather
+than sending the application more bytes.
 """
 from __future__ import annotations
 
@@ -280,13 +282,30 @@ class An3155Client:
             return self._recv_exact(size, "of the data")
         return self._attempt(step, address, op)
 
-    def go(self, address: int) -> None:
-        """GO: the bootloader jumps to the vector table at `address`."""
-        def op() -> None:
+    def go(self, address: int) -> bool:
+        """GO: the bootloader jumps to the vector table at `address`.
+
+        True once the bootloader confirmed it (ACK after the address). When that ACK does
+        not come, the bootloader either jumped and the ACK was lost, or it is still there:
+        two probe bytes tell which. Still there: GO is retried. Gone quiet (or something
+        else talks now): False, the start is not confirmed, and nothing more is sent, since
+        the port may belong to the application now."""
+        def op() -> bool:
             self._command(GO)
             self._send(address_frame(address))
-            self._ack("after the address")
-        self._attempt("go", address, op)
+            try:
+                self._ack("after the address")
+            except _Nack:
+                raise
+            except _Retry:
+                late = self._drain()
+                if late[:1] == bytes([ACK]):
+                    return True  # the ACK came, only late
+                if self._bootloader_listens():
+                    raise  # it did not jump: send GO again
+                return False
+            return True
+        return self._attempt("go", address, op)
 
     def readout_unprotect(self) -> None:
         """Remove read protection; the chip mass-erases its flash and resets.
@@ -411,6 +430,17 @@ class An3155Client:
                                 f"{noise[:24]!r}{'...' if len(noise) > 24 else ''}): is the board running its "
                                 f"application? Put it in its bootloader (BOOT0 high, reset)")
         return _Unreachable(f"no answer to 0x7F after {run.sent} bytes{' ' + why if why else ''}: {RESET_HINT}")
+
+    def _bootloader_listens(self) -> bool:
+        """Whether a bootloader still answers: 0x7F then FILL draw exactly one ACK or NACK
+        from it (NACK for the bad pair, or for a frame the 0x7F completed). An application
+        that prints, or a silent one, does not answer so."""
+        heard = bytearray()
+        for byte in (INIT, FILL):
+            self._send(bytes([byte]))
+            heard += self._recv(1, self.t.init)
+        heard += self._drain()
+        return len(heard) == 1 and heard[0] in (ACK, NACK)
 
     def _get(self) -> tuple[int, tuple[int, ...]]:
         self._command(GET)
