@@ -1,6 +1,6 @@
 """Faults during a flash (issue 38, defects 2, 3 and 8): a lost ACK after WRITE MEMORY's
-address, a lost ACK or a cut right after EXTENDED ERASE, a lost ACK after GO, and a
-flasher killed mid-write. Each is injected on the
+address, a lost ACK or a cut right after EXTENDED ERASE, a lost ACK after GO, a spurious
+NACK to the protection check, and a flasher killed mid-write. Each is injected on the
 simulated bootloader; none may end in a wrong success, and each is recovered or named.
 Every test here is seeded (fixed images, fixed fault points) and takes a few seconds."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cuvil_sdk.cli import main as cli_main
 from cuvil_sdk.errors import FlashError
-from cuvil_sdk.flash.an3155 import EXTENDED_ERASE, GO, WRITE_MEMORY
+from cuvil_sdk.flash.an3155 import EXTENDED_ERASE, GO, READ_MEMORY, WRITE_MEMORY
 from cuvil_sdk.flash.image import load_image
 from cuvil_sdk.flash.simulator import Fault, Simulator
 from flash_helpers import BOARD_NAME, FAST, FLASH_START, flash, geometry, write_bin
@@ -161,6 +161,21 @@ def test_go_abandoned_by_the_bootloader_is_retried_and_confirmed(tmp_path: Path)
         result = flash(sim, firmware, timeouts=FAST)
         assert silence.fired == 1 and sim.device.go_address == FLASH_START
     assert result["go_confirmed"] is True and result["retries"] >= 1 and result["warnings"] == []
+
+
+# -- a spurious NACK to the protection check ----------------------------------------------
+
+def test_one_nack_to_the_protection_check_is_not_read_protection(tmp_path: Path) -> None:
+    """A read-protected chip NACKs READ MEMORY every time; one NACK is a fault, retried,
+    and must not make the flash refuse (or, with --allow-mass-erase, erase the chip)."""
+    firmware = write_bin(tmp_path, 3000)
+    nack = Fault("nack", command=READ_MEMORY, nth=1, stage=0)
+    with Simulator(geometry(), transport="tcp", faults=[nack]) as sim:
+        sim.program(0x08100000, b"keep")
+        result = flash(sim, firmware, timeouts=FAST, allow_mass_erase=True)
+        assert nack.fired == 1 and sim.read(0x08100000, 4) == b"keep"
+        assert sim.read(FLASH_START, 3000) == firmware.read_bytes()
+    assert result["unprotected"] is False
 
 
 # -- a flasher killed in the middle of a write -------------------------------------------

@@ -138,6 +138,7 @@ FAULTS = {
                                      "write"),
     "lost-ack-to-erase-command": (dict(kind="drop", command=EXTENDED_ERASE, stage=0, direction="tx"), "erase"),
     "silence-after-go-address": (dict(kind="silence", command=GO, stage=1), "go"),
+    "nack-for-protection-check": (dict(kind="nack", command=READ_MEMORY, stage=0), "protection check"),
 }
 
 

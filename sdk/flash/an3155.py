@@ -225,8 +225,23 @@ class An3155Client:
         return self.info
 
     def is_read_protected(self, address: int) -> bool:
-        """Probe with a 4-byte READ MEMORY: read protection makes the bootloader NACK it."""
-        return self._attempt("protection check", address, lambda: self._probe(address))
+        """Probe with a 4-byte READ MEMORY: read protection makes the bootloader NACK it.
+
+        A protected chip NACKs every time; one NACK may be a fault on the line, and taking
+        it for protection would refuse the flash (or, with --allow-mass-erase, erase the
+        whole chip). So a NACK counts only when every try draws one."""
+        tries = self.retries + 1
+        nacks = 0
+
+        def op() -> bool:
+            nonlocal nacks
+            if not self._probe(address):
+                return False
+            nacks += 1
+            if nacks < tries:
+                raise _Retry("NACK to READ MEMORY")
+            return True
+        return self._attempt("protection check", address, op, tries=tries)
 
     def erase(self, page: int, address: int) -> None:
         """Erase one page/sector, by its number; `address` is its start, for messages."""
