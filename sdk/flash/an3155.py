@@ -143,6 +143,7 @@ class SerialLike(Protocol):
     def read(self, size: int = 1) -> bytes: ...
     def write(self, data: bytes) -> int | None: ...
     def reset_input_buffer(self) -> None: ...
+    def reset_output_buffer(self) -> None: ...
     def close(self) -> None: ...
 
 
@@ -427,6 +428,9 @@ class An3155Client:
         command completed, then the rest of the FILL made bad pairs), send single FILLs
         until one draws ACK or NACK, which leaves it waiting for a command. Two suffice:
         the first may only complete a pair's first byte."""
+        # FILL still queued for the wire (up to a few KiB on a UART) would keep drawing NACKs
+        # after the singles below: it is no longer needed.
+        self.link.reset_output_buffer()
         heard = reply + self._drain()
         self._note_noise(run, heard)
         if not any(b in (ACK, NACK) for b in heard):
