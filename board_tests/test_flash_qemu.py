@@ -36,6 +36,7 @@ from cuvil_sdk.flash.bootloader import QemuBootloader, build_bootloader, header_
 from cuvil_sdk.flash.command import flash_command  # noqa: E402
 from cuvil_sdk.flash.image import FlashGeometry, load_image  # noqa: E402
 from cuvil_sdk.reference import run_quantized_model  # noqa: E402
+from flash_helpers.fault_proxy import FaultProxy, Faults  # noqa: E402
 from flash_helpers.tcp_proxy import CutProxy  # noqa: E402
 from models import EXAMPLES, reference_graph, request  # noqa: E402
 
@@ -278,4 +279,45 @@ def test_cut_link_at_each_step_then_a_flash_succeeds_and_runs(bootloader, app, e
         assert r.returncode == 0, r.stderr
         report = json.loads(r.stdout)
         assert report["verified"] is True and report["resumed_session"] is True  # our client left a session open
+        assert console_result(qemu) == expected
+
+
+class CountingLink:
+    """A serial link that counts the bytes the host reads (all the bootloader sent it)."""
+
+    def __init__(self, link) -> None:
+        self.link, self.received = link, 0
+
+    def read(self, size: int = 1) -> bytes:
+        data = self.link.read(size)
+        self.received += len(data)
+        return data
+
+    def __getattr__(self, name: str):
+        return getattr(self.link, name)
+
+
+def test_lost_ack_after_go_is_a_verified_image_whose_start_is_unconfirmed(bootloader, app, expected, monkeypatch):
+    """Issue 38, defect 8, on the real bootloader and application: the ACK after GO's address
+    is corrupted on its way to the host. The image was verified and the bootloader jumped,
+    so the flash succeeds with go_confirmed false and one warning line, and the application
+    prints the reference result."""
+    import cuvil_sdk.flash.command as command
+    counted = []
+    monkeypatch.setattr(command, "open_port", lambda port, baud: counted.append(CountingLink(open_port(port, baud)))
+                        or counted[-1])
+    with QemuBootloader(bootloader) as qemu:
+        report = flash_command(get_board(BOARD), qemu.url, None, app, progress=False)
+        assert report["go_confirmed"] is True
+    go_ack = counted[-1].received - 1  # GO's ACK is the last byte a clean flash reads
+    monkeypatch.undo()
+    with QemuBootloader(bootloader) as qemu:
+        with FaultProxy(qemu.port, {0: Faults(flip_to_host={go_ack})}) as proxy:
+            r = flash_cli(proxy.url, app)
+        assert r.returncode == 0, r.stderr
+        report = json.loads(r.stdout)
+        assert report["verified"] is True and report["go_confirmed"] is False
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 2 and lines[0].startswith("cuvil-sdk: warning: go at 0x00010000: "), r.stderr
+        assert report["warnings"] == [lines[0].removeprefix("cuvil-sdk: warning: ")]
         assert console_result(qemu) == expected

@@ -344,7 +344,8 @@ def do_flash(args: argparse.Namespace) -> None:
     from .flash.command import flash_command
     report = flash_command(get_board(args.board), args.port, args.baud, Path(args.firmware),
                            allow_mass_erase=args.allow_mass_erase, progress=sys.stderr.isatty(), json_out=args.json)
-    emit(report, args.json, f"flashed {args.firmware} to {args.board} on {args.port}")
+    unconfirmed = "" if report["go_confirmed"] else " (written and verified; start not confirmed)"
+    emit(report, args.json, f"flashed {args.firmware} to {args.board} on {args.port}{unconfirmed}")
 
 
 COMMANDS = {"boards": do_list, "profiles": do_list, "flash": do_flash, "ops": do_ops, "init": do_init}

@@ -133,6 +133,12 @@ FAULTS = {
     "dropped-byte-to-device": (dict(kind="drop", command=WRITE_MEMORY, nth=2, stage=9), "write"),
     "dropped-byte-from-device": (dict(kind="drop", command=READ_MEMORY, nth=2, stage=7, direction="tx"), "verify"),
     "nack-for-go": (dict(kind="nack", command=GO, stage=1), "go"),
+    # issue 38: lost ACKs (the device acted and answered, the host never heard it)
+    "lost-ack-after-write-address": (dict(kind="drop", command=WRITE_MEMORY, nth=3, stage=1, direction="tx"),
+                                     "write"),
+    "lost-ack-to-erase-command": (dict(kind="drop", command=EXTENDED_ERASE, stage=0, direction="tx"), "erase"),
+    "silence-after-go-address": (dict(kind="silence", command=GO, stage=1), "go"),
+    "nack-for-protection-check": (dict(kind="nack", command=READ_MEMORY, stage=0), "protection check"),
 }
 
 

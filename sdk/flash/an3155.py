@@ -15,13 +15,16 @@ Framing, as the application note gives it:
 Every failure ends in a `FlashError` whose one line names the step and, where there
 is one, the address. A command that was NACKed, timed out or drew garbage is retried
 (after re-synchronising) a bounded number of times; a serial link that went away is
-not retried, since no retry will bring the cable back.
+not retried, since no retry will bring the cable back, nor is a re-synchronisation that
+found no bootloader at all. GO is the exception: when its last ACK is lost and the
+bootloader has gone quiet, the image most likely runs, and `go` says so (False) rather
+than sending the application more bytes.
 """
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol, TypeVar
 
 import serial
@@ -54,10 +57,26 @@ COMMAND_NAMES = {
 }
 REQUIRED = (GET, GET_ID, READ_MEMORY, WRITE_MEMORY, GO)
 
-# How many 0x7F bytes re-synchronisation may send: enough to complete a WRITE MEMORY
-# that a previous session left half-sent (1 + 256 + 1 bytes), with room to spare.
-SYNC_BUDGET = 600
-SYNC_BURST = 64
+# Re-synchronisation (see `_sync`). A bootloader in the middle of a command takes every
+# byte the host sends as that command's payload until the command is complete, so the
+# bytes that complete it must make it fail. A re-synchronisation sends one 0x7F (a fresh
+# bootloader needs it for its autobaud) and then only FILL: with 0x7F followed by FILL no
+# pending WRITE MEMORY, ERASE, EXTENDED ERASE, WRITE PROTECT, READ MEMORY or GO that was
+# waiting at a frame boundary can come out with a matching checksum or complement, so it
+# draws NACK and changes nothing. (0x7F as filler made a pending WRITE MEMORY a valid
+# 128-byte write of 0x7F.) FILL must not be 0x00, 0x7F or 0x80; any two FILLs make a bad
+# command pair.
+FILL = 0x01
+# Round one sends this much FILL: enough to complete anything but an EXTENDED ERASE
+# (the longest other command, WRITE MEMORY, is 5 + 1 + 256 + 1 bytes).
+SHORT_FILL = 600
+# Round two completes the longest command of the protocol: EXTENDED ERASE of 0xFFF0
+# pages (a count from 0xFFF0 up is a special erase with one byte after it). An erase left
+# waiting for its page count gets 0x7F, FILL from us: 0x7F01 pages, about 65,000 bytes.
+LONG_FILL = 2 + 2 * 0xFFF0 + 1
+FILL_ROUNDS = ((SHORT_FILL, 64), (LONG_FILL, 4096))  # (bytes, chunk between looks at the answer)
+NOISE_LIMIT = 64  # bytes that are neither ACK nor NACK: an application talks on the port
+RESET_HINT = "reset the board into its bootloader (BOOT0 high, then reset) and check that this is its port"
 POLL_S = 0.02  # the serial link's own read timeout; longer waits loop on it
 
 T = TypeVar("T")
@@ -96,7 +115,9 @@ class Timeouts:
     erase_per_sector: float = 10.0   # a 256 KiB STM32F7 sector takes a few seconds
     mass_erase: float = 60.0
     quiet: float = 0.05              # silence that ends draining stale input
-    sync: float = 15.0               # all of one re-synchronisation, however the port behaves
+    # All of one re-synchronisation, however the port behaves: at 115200 baud completing the
+    # longest pending command (LONG_FILL) takes about 13 s of it.
+    sync: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -122,6 +143,7 @@ class SerialLike(Protocol):
     def read(self, size: int = 1) -> bytes: ...
     def write(self, data: bytes) -> int | None: ...
     def reset_input_buffer(self) -> None: ...
+    def reset_output_buffer(self) -> None: ...
     def close(self) -> None: ...
 
 
@@ -131,6 +153,24 @@ class _Retry(Exception):
 
 class _Nack(_Retry):
     """The bootloader answered NACK."""
+
+
+class _Unreachable(_Retry):
+    """Re-synchronisation found no bootloader (silence, or an application talking): retrying
+    would only send the same bytes again."""
+
+
+@dataclass
+class _SyncRun:
+    """What one re-synchronisation has sent and heard so far."""
+
+    deadline: float
+    sent: int = 0
+    noise: bytearray = field(default_factory=bytearray)
+
+    @property
+    def expired(self) -> bool:
+        return time.monotonic() >= self.deadline
 
 
 def is_pty(port: str) -> bool:
@@ -186,8 +226,23 @@ class An3155Client:
         return self.info
 
     def is_read_protected(self, address: int) -> bool:
-        """Probe with a 4-byte READ MEMORY: read protection makes the bootloader NACK it."""
-        return self._attempt("protection check", address, lambda: self._probe(address))
+        """Probe with a 4-byte READ MEMORY: read protection makes the bootloader NACK it.
+
+        A protected chip NACKs every time; one NACK may be a fault on the line, and taking
+        it for protection would refuse the flash (or, with --allow-mass-erase, erase the
+        whole chip). So a NACK counts only when every try draws one."""
+        tries = self.retries + 1
+        nacks = 0
+
+        def op() -> bool:
+            nonlocal nacks
+            if not self._probe(address):
+                return False
+            nacks += 1
+            if nacks < tries:
+                raise _Retry("NACK to READ MEMORY")
+            return True
+        return self._attempt("protection check", address, op, tries=tries)
 
     def erase(self, page: int, address: int) -> None:
         """Erase one page/sector, by its number; `address` is its start, for messages."""
@@ -243,13 +298,30 @@ class An3155Client:
             return self._recv_exact(size, "of the data")
         return self._attempt(step, address, op)
 
-    def go(self, address: int) -> None:
-        """GO: the bootloader jumps to the vector table at `address`."""
-        def op() -> None:
+    def go(self, address: int) -> bool:
+        """GO: the bootloader jumps to the vector table at `address`.
+
+        True once the bootloader confirmed it (ACK after the address). When that ACK does
+        not come, the bootloader either jumped and the ACK was lost, or it is still there:
+        two probe bytes tell which. Still there: GO is retried. Gone quiet (or something
+        else talks now): False, the start is not confirmed, and nothing more is sent, since
+        the port may belong to the application now."""
+        def op() -> bool:
             self._command(GO)
             self._send(address_frame(address))
-            self._ack("after the address")
-        self._attempt("go", address, op)
+            try:
+                self._ack("after the address")
+            except _Nack:
+                raise
+            except _Retry:
+                late = self._drain()
+                if late[:1] == bytes([ACK]):
+                    return True  # the ACK came, only late
+                if self._bootloader_listens():
+                    raise  # it did not jump: send GO again
+                return False
+            return True
+        return self._attempt("go", address, op)
 
     def readout_unprotect(self) -> None:
         """Remove read protection; the chip mass-erases its flash and resets.
@@ -291,38 +363,103 @@ class An3155Client:
     def _sync(self) -> bool:
         """Bring the bootloader to "waiting for a command"; True if it was in a session.
 
-        A fresh bootloader answers the first 0x7F with ACK. One already in a session
-        takes 0x7F as a command byte: a pending command's complement draws NACK at
-        once, otherwise the second 0x7F completes a bad pair and draws NACK (what
-        stm32flash does). A session cut in the middle of a command is still waiting
-        for its data: bursts of 0x7F complete it, then single bytes find the command
-        boundary again. A port that talks without ever answering ACK or NACK (an
-        application printing on it) ends this within `Timeouts.sync` seconds.
+        Each round sends 0x7F, then one FILL, then FILL in chunks. A fresh bootloader
+        answers the 0x7F with ACK. One already in a session takes 0x7F as a command byte:
+        a pending command's complement draws NACK at once, otherwise the FILL after it
+        completes a bad pair and draws NACK (stm32flash sends 0x7F twice for this). A
+        session cut or stalled in the middle of a command is still waiting for the rest of
+        it: the FILL completes it with a checksum that fails (see FILL), then single bytes
+        find the command boundary again. Round one covers every command but a pending
+        EXTENDED ERASE; round two, with a 0x7F again for a bootloader that missed the
+        first, covers that worst case. A port that stays silent, or talks without ever
+        answering ACK or NACK (an application printing on it), ends this within
+        `Timeouts.sync` seconds with one line that says what to do.
         """
         self._drain()
-        heard = bytearray()  # what came back instead of ACK/NACK
-        deadline = time.monotonic() + self.t.sync
-        sent = singles = 0
-        while sent < SYNC_BUDGET and time.monotonic() < deadline:
-            burst = 1 if singles < 2 else SYNC_BURST
-            self._send(bytes([INIT]) * burst)
-            sent += burst
-            reply = self._recv(1, self.t.init + burst * self._byte_s)
-            if burst == 1:
-                singles += 1
-                if reply and reply[0] in (ACK, NACK):
-                    return reply[0] == NACK or singles > 1
-            if reply:
-                # an answer to part of a burst, or noise: look again with single bytes
-                heard += reply + self._drain()
-                singles = 0
-        noise = bytes(b for b in heard if b not in (ACK, NACK))
+        run = _SyncRun(deadline=time.monotonic() + self.t.sync)
+        for budget, chunk in FILL_ROUNDS:
+            if run.expired:
+                break
+            answer = self._sync_round(run, budget, chunk)
+            if answer is not None:
+                return answer
+        raise self._unreachable(run)
+
+    def _sync_round(self, run: _SyncRun, budget: int, chunk: int) -> bool | None:
+        """One 0x7F, one FILL, then up to `budget` bytes of FILL; None if nothing answered."""
+        reply = self._probe_byte(run, INIT)
+        if reply is not None:
+            return reply == NACK  # ACK: a fresh bootloader measured its baud rate from it
+        if self._probe_byte(run, FILL) is not None:
+            return True
+        sent = 0
+        while sent < budget and not run.expired:
+            size = min(chunk, budget - sent)
+            self._send_fill(run, size)
+            sent += size
+            # One short look, not a wait: on a UART the write itself keeps pace with the line.
+            reply = self._recv(1, 0.0)
+            if reply and self._settle(run, reply):
+                return True
+        reply = self._recv(1, self.t.init)  # the answer to the last bytes
+        return True if reply and self._settle(run, reply) else None
+
+    def _probe_byte(self, run: _SyncRun, byte: int) -> int | None:
+        """Send one byte; its answer if that is ACK or NACK, else None (what came is noise)."""
+        self._send(bytes([byte]))
+        run.sent += 1
+        reply = self._recv(1, self.t.init)
+        if reply and reply[0] in (ACK, NACK):
+            return reply[0]
+        if reply:
+            self._note_noise(run, reply + self._drain())
+        return None
+
+    def _send_fill(self, run: _SyncRun, size: int) -> None:
+        try:
+            self._send(bytes([FILL]) * size)
+        except serial.SerialTimeoutException:
+            # Nothing drains the port (a pty nobody reads): no bootloader is listening.
+            raise self._unreachable(run, "and the port takes no more") from None
+        run.sent += size
+
+    def _settle(self, run: _SyncRun, reply: bytes) -> bool:
+        """Something answered the FILL: if it was the bootloader (ACK or NACK: a pending
+        command completed, then the rest of the FILL made bad pairs), send single FILLs
+        until one draws ACK or NACK, which leaves it waiting for a command. Two suffice:
+        the first may only complete a pair's first byte."""
+        # FILL still queued for the wire (up to a few KiB on a UART) would keep drawing NACKs
+        # after the singles below: it is no longer needed.
+        self.link.reset_output_buffer()
+        heard = reply + self._drain()
+        self._note_noise(run, heard)
+        if not any(b in (ACK, NACK) for b in heard):
+            return False
+        return any(self._probe_byte(run, FILL) is not None for _ in range(2))
+
+    def _note_noise(self, run: _SyncRun, heard: bytes) -> None:
+        run.noise += bytes(b for b in heard if b not in (ACK, NACK, BUSY))
+        if len(run.noise) > NOISE_LIMIT:
+            raise self._unreachable(run)
+
+    def _unreachable(self, run: _SyncRun, why: str = "") -> _Unreachable:
+        noise = bytes(run.noise)
         if len(noise) > 8:
-            raise _Retry(f"the port talks but does not answer 0x7F as a bootloader would (it sent {noise[:24]!r}"
-                         f"{'...' if len(noise) > 24 else ''}): is the board running its application? "
-                         f"Put it in its bootloader (BOOT0 high, reset)")
-        raise _Retry(f"no answer to 0x7F after {sent} bytes (is the board in its bootloader, "
-                     f"BOOT0 high and reset, and is this its port?)")
+            return _Unreachable(f"the port talks but does not answer 0x7F as a bootloader would (it sent "
+                                f"{noise[:24]!r}{'...' if len(noise) > 24 else ''}): is the board running its "
+                                f"application? Put it in its bootloader (BOOT0 high, reset)")
+        return _Unreachable(f"no answer to 0x7F after {run.sent} bytes{' ' + why if why else ''}: {RESET_HINT}")
+
+    def _bootloader_listens(self) -> bool:
+        """Whether a bootloader still answers: 0x7F then FILL draw exactly one ACK or NACK
+        from it (NACK for the bad pair, or for a frame the 0x7F completed). An application
+        that prints, or a silent one, does not answer so."""
+        heard = bytearray()
+        for byte in (INIT, FILL):
+            self._send(bytes([byte]))
+            heard += self._recv(1, self.t.init)
+        heard += self._drain()
+        return len(heard) == 1 and heard[0] in (ACK, NACK)
 
     def _get(self) -> tuple[int, tuple[int, ...]]:
         self._command(GET)
@@ -388,6 +525,8 @@ class An3155Client:
                     self.retries_used += 1
                     self._sync()
                 return op()
+            except _Unreachable as exc:
+                raise flash_error(step, str(exc), address) from None  # another try sends the same bytes
             except _Retry as exc:
                 reason = str(exc)
             except (serial.SerialException, OSError) as exc:

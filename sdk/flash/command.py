@@ -61,7 +61,10 @@ def flash_command(board: Board | str, port: str, baud: int | None, firmware: Pat
     board's device ID), protection check, erase of only the sectors the image
     touches, write in 256-byte blocks, verify by reading every block back, GO to the
     image's first address. GO is sent only after verification passed, so a failed or
-    interrupted flash never starts a half-written image. A board whose bootloader
+    interrupted flash never starts a half-written image. When the ACK after GO's address
+    is lost and the bootloader no longer answers, it has most likely started the image:
+    the flash succeeds with `go_confirmed: false` and a one-line warning on stderr (also
+    in the report's `warnings`). A board whose bootloader
     checks an integrity header before GO ([flash] image_header, e.g. cortex-m7-app)
     gets only images with a valid header (UsageError otherwise, before any I/O).
 
@@ -109,10 +112,13 @@ def flash_command(board: Board | str, port: str, baud: int | None, firmware: Pat
         _write(client, blocks, show)
         _verify(client, image, blocks, show)
         show.start("go")
-        client.go(image.start)
+        started = client.go(image.start)
     finally:
         show.finish()
         link.close()
+    warnings = [] if started else [_unconfirmed_start(image)]
+    for warning in warnings:
+        print(f"cuvil-sdk: warning: {warning}", file=sys.stderr, flush=True)
 
     return {
         "board": board.name,
@@ -132,9 +138,19 @@ def flash_command(board: Board | str, port: str, baud: int | None, firmware: Pat
         "unprotected": unprotected,
         "verified": True,
         "go_address": f"0x{image.start:08X}",
+        "go_confirmed": started,
+        "warnings": warnings,
         "retries": client.retries_used,
         "seconds": round(time.monotonic() - began, 3),
     }
+
+
+def _unconfirmed_start(image: Image) -> str:
+    """The one line for a GO whose ACK never came while the bootloader went quiet: what is
+    known (written, verified, GO sent) and what is not (that the image runs)."""
+    return (f"go at 0x{image.start:08X}: {image.path.name} is written and verified and GO was sent, but the start "
+            f"is not confirmed (no ACK after GO, and the bootloader no longer answers): if the board does not run "
+            f"it, reset the board with BOOT0 low, or flash again")
 
 
 def _check_header(board: Board, image: Image) -> None:

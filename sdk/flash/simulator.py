@@ -231,6 +231,7 @@ class Bootloader:
         self.rx_count = 0                   # bytes received from the host, all sessions
         self.log: list[tuple[int, int]] = []  # (rx offset of the command's first byte, opcode)
         self.erased: list[int] = []          # sector numbers, in the order erased
+        self.stores: list[tuple[int, bytes]] = []  # (address, data) of each WRITE MEMORY that stored
         self.go_address: int | None = None
         self.in_session = False
         self.started = threading.Event()     # set by GO
@@ -435,6 +436,7 @@ class Bootloader:
             self._nack()
         if self._fault(("lost_write",)) is None:
             self.flash[offset:offset + len(data)] = merged
+            self.stores.append((address, data))
         self._ack()
 
     def _go(self) -> None:
