@@ -43,6 +43,11 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
                    help="keep the layers that hurt most in higher precision (float in standard, int16 "
                         "activations in lite) until the model's outputs reach this cosine similarity to the "
                         "float model on the calibration data")
+    p.add_argument("--range-split", type=float, metavar="FACTOR",
+                   help="int8: an output joined by a Concat (through Reshape/Transpose) from inputs whose ranges "
+                        "differ more than FACTOR times keeps one scale per input (default 8; 0: off)")
+    p.add_argument("--no-range-split", dest="range_split", action="store_const", const=0.0,
+                   help="one int8 scale per output, even over ranges far apart (the build before the rule)")
     p.add_argument("--int16-layers", metavar="NAME,...", help="layers (Conv/Gemm/MatMul node names) to build "
                    "as 16x8: int16 activations, int8 weights")
     p.add_argument("--weight-bits", choices=["4", "8", "auto"],

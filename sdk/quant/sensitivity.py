@@ -14,12 +14,13 @@ import numpy as np
 
 from ..ir import Graph
 from ..ops import get_op
-from ..kernels.requant import dequantize, quantize_float
-from ..reference import run_int, run_quantized_model
+from ..kernels.requant import quantize_float
+from ..reference import dequantize_tensor, run_int, run_quantized_model
 from ..reference.batched import run_float_samples
 from .calibrate import RangeObserver
 from .int16 import candidates as int16_candidates
 from .quantize import quantize_graph, quantize_node
+from .range_split import DEFAULT_FACTOR
 from .weight_bits import AUTO_COSINE_DROP, int4_candidates, weight_count
 
 EVAL_SAMPLES = 16
@@ -36,11 +37,12 @@ def candidates(g: Graph, mode: str) -> list[str]:
 
 
 def score(g_float: Graph, observer: RangeObserver, samples: list[dict], wanted: list[dict],
-          keep_float: set[str] = frozenset(), int16: set[str] = frozenset(), int4: set[str] = frozenset()) -> float:
+          keep_float: set[str] = frozenset(), int16: set[str] = frozenset(), int4: set[str] = frozenset(),
+          range_split: float | None = DEFAULT_FACTOR) -> float:
     """Mean cosine of the quantized model's outputs with the float model's (`wanted`, per sample),
     with those layers in float, 16x8 and with int4 weights."""
     g = copy.deepcopy(g_float)
-    quantize_graph(g, observer, keep_float=keep_float, int16=int16, int4=int4)
+    quantize_graph(g, observer, keep_float=keep_float, int16=int16, int4=int4, range_split=range_split)
     cosines = []
     for feeds, want in zip(samples, wanted):
         got = run_quantized_model(g, feeds)[1]
@@ -51,13 +53,14 @@ def score(g_float: Graph, observer: RangeObserver, samples: list[dict], wanted: 
 
 
 def choose_layers(g_float: Graph, observer: RangeObserver, samples: list[dict], target: float,
-                  mode: str = "float") -> tuple[list[str], float, float]:
+                  mode: str = "float", range_split: float | None = DEFAULT_FACTOR) -> tuple[list[str], float, float]:
     """(layers kept in higher precision, score reached, int8-only score); mode is
     "float" (per-layer float fallback) or "int16" (16x8 layers)."""
     samples = samples[:EVAL_SAMPLES]
     wanted = run_float_samples(g_float, samples)  # the float model's outputs: once, not per score
     def scored(keep: set[str]) -> float:
-        return score(g_float, observer, samples, wanted, **{"int16" if mode == "int16" else "keep_float": keep})
+        return score(g_float, observer, samples, wanted, range_split=range_split,
+                     **{"int16" if mode == "int16" else "keep_float": keep})
 
     base = scored(set())
     if base >= target:
@@ -74,7 +77,8 @@ def choose_layers(g_float: Graph, observer: RangeObserver, samples: list[dict], 
 
 
 def choose_int4(g_float: Graph, observer: RangeObserver, samples: list[dict], target: float | None,
-                keep_float: set[str], int16: set[str]) -> tuple[list[str], float, float, float]:
+                keep_float: set[str], int16: set[str],
+                range_split: float | None = DEFAULT_FACTOR) -> tuple[list[str], float, float, float]:
     """`--weight-bits auto`: (int4 layers, cosine reached, all-int8 cosine, target). The layers in
     keep_float / int16 (chosen for --accuracy-target before) stay as they are."""
     samples = samples[:EVAL_SAMPLES]
@@ -85,7 +89,8 @@ def choose_int4(g_float: Graph, observer: RangeObserver, samples: list[dict], ta
     eligible = int4_candidates(probe)
 
     def cosine(int4: set[str]) -> float:
-        return score(g_float, observer, samples, wanted, keep_float=keep_float, int16=int16, int4=int4)
+        return score(g_float, observer, samples, wanted, keep_float=keep_float, int16=int16, int4=int4,
+                     range_split=range_split)
 
     base = cosine(set())
     goal = target if target is not None else base - AUTO_COSINE_DROP
@@ -108,7 +113,8 @@ def weight_axis(node, g: Graph) -> int:
 
 
 def choose_int4_scales(g_float: Graph, observer: RangeObserver, samples: list[dict] | None, names: list[str],
-                       keep_float: set[str] = frozenset(), int16: set[str] = frozenset()) -> list[str]:
+                       keep_float: set[str] = frozenset(), int16: set[str] = frozenset(),
+                       range_split: float | None = DEFAULT_FACTOR) -> list[str]:
     """The int4 layers' scale rule, measured: with every named layer int4, each in turn (model
     order) takes the least-squares clipped scales (ops/conv.py, int4_clip_scales) in
     Node.int4_scale when the model's cosine to the float model on the calibration data (as
@@ -123,7 +129,7 @@ def choose_int4_scales(g_float: Graph, observer: RangeObserver, samples: list[di
     samples = samples[:SCALE_SAMPLES]
     wanted = run_float_samples(g_float, samples)
     g = copy.deepcopy(g_float)
-    quantize_graph(g, observer, keep_float=keep_float, int16=int16, int4=set(names))
+    quantize_graph(g, observer, keep_float=keep_float, int16=int16, int4=set(names), range_split=range_split)
     runs = IntRuns(g, samples)
     reached = runs.cosine(g_float.outputs, wanted)
     clipping = []
@@ -180,7 +186,7 @@ class IntRuns:
         cosines = []
         for values, want in zip(self.values, wanted):
             for name in outputs:
-                got = dequantize(values[name], *self.g.tensors[name].q.scalar())
+                got = dequantize_tensor(self.g, name, values[name])
                 a, b = got.ravel().astype(np.float64), want[name].ravel().astype(np.float64)
                 cosines.append(float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30)))
         return float(np.mean(cosines))
