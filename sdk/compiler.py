@@ -167,14 +167,16 @@ def higher_precision_layers(g: Graph, req: CompileRequest, observer, samples, mo
     """Layers to keep in float (standard) or int16 (lite: 16x8) so the model reaches --accuracy-target."""
     if observer is None:
         raise UsageError("--accuracy-target needs calibration data (--calib) to measure accuracy on")
-    kept, reached, base = choose_layers(copy.deepcopy(g), observer, samples, req.accuracy_target, mode,
-                                        req.range_split)
+    kept, reached, base, stopped = choose_layers(copy.deepcopy(g), observer, samples, req.accuracy_target, mode,
+                                                 req.range_split, say=say, time_limit=req.accuracy_time)
     what = "in float" if mode == "float" else "as int16 (16x8)"
-    print(f"cuvil-sdk: accuracy target {req.accuracy_target}: int8 reaches {base:.5f}; with "
-          f"{len(kept)} layer(s) {what} {reached:.5f}" + (f" ({', '.join(kept)})" if kept else ""), file=sys.stderr)
-    if reached < req.accuracy_target:
-        print(f"cuvil-sdk: warning: the accuracy target is not reached even with those layers {what}",
-              file=sys.stderr)
+    say(f"accuracy target {req.accuracy_target} (the lowest cosine over outputs and their Concat segments): int8 "
+        f"reaches {base:.5f}; with {len(kept)} layer(s) {what} {reached:.5f}" + (f" ({', '.join(kept)})" if kept else ""))
+    if stopped:
+        say(f"warning: the search stopped at its time bound ({req.accuracy_time:g} s, --accuracy-time): "
+            f"keeping the best set it scored")
+    elif reached < req.accuracy_target:
+        say(f"warning: the accuracy target is not reached even with those layers {what}")
     return kept
 
 

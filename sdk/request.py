@@ -22,7 +22,7 @@ from .profiles import Profile, get_profile
 Calib = Union[str, np.ndarray, dict[str, np.ndarray], None]
 
 # The options a request takes by keyword, with the CLI's names (underscores for dashes).
-OPTIONS = ("precision", "calib", "calib_method", "name", "accuracy_target", "range_split", "int16_layers", "weight_bits",
+OPTIONS = ("precision", "calib", "calib_method", "name", "accuracy_target", "accuracy_time", "range_split", "int16_layers", "weight_bits",
            "int4_layers", "input_shape",
            "threads", "plugins", "out_dir", "jobs", "input_layout", "weight_layout", "weights", "weights_region",
            "arena_region", "arena_budget")
@@ -44,6 +44,7 @@ class CompileRequest:
     # quant/range_split.py: an output joined from ranges more than this factor apart keeps per-input
     # scales (--range-split-factor; 0 or --no-range-split: one scale, the old way)
     range_split: float = 8.0
+    accuracy_time: float = 600.0  # --accuracy-time: --accuracy-target's search stops here with its best
     int16_layers: list[str] = field(default_factory=list)  # 16x8 layers named by the user
     weight_bits: str | None = None  # --weight-bits 8|4|auto (int8 builds); None: 8, or --int4-layers
     int4_layers: list[str] = field(default_factory=list)  # layers with int4 weights named by the user
@@ -110,6 +111,16 @@ def weight_bits_option(value: Any) -> str | None:
     return text
 
 
+def seconds_option(value: Any, otherwise: float, option: str) -> float:
+    """A positive number of seconds, or `otherwise` when not given."""
+    if value is None:
+        return otherwise
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
+            not np.isfinite(value) or value <= 0:
+        raise UsageError(f"{option} {value!r}: expected a positive number of seconds")
+    return float(value)
+
+
 def range_split_option(value: Any) -> float:
     """--range-split FACTOR: 0 (off) or above 1; default 8 (quant/range_split.py)."""
     if value is None:
@@ -153,6 +164,7 @@ def new_request(model: str | Path, *, board: str, profile: str | None = None, pr
         name=options.get("name"), input_shapes=parse_input_shapes(input_shape_specs(options.get("input_shape"))),
         progress=progress, threads=default(options.get("threads"), 1), accuracy_target=options.get("accuracy_target"),
         range_split=range_split_option(options.get("range_split")),
+        accuracy_time=seconds_option(options.get("accuracy_time"), 600.0, "--accuracy-time"),
         int16_layers=name_list(options.get("int16_layers")), weight_bits=weight_bits_option(options.get("weight_bits")),
         int4_layers=name_list(options.get("int4_layers")), debug_dump=debug_dump, plugins=plugins,
         weight_layout=options.get("weight_layout"), input_layout=options.get("input_layout") or "nchw",

@@ -85,35 +85,56 @@ def eligible(g: Graph, concat: Node) -> bool:
     return all(not t.is_const and t.q is not None and not t.q.per_channel and t.dtype == "float32" for t in tensors)
 
 
-def find_split(g: Graph, output: str, factor: float) -> Split | None:
+@dataclass
+class Layout:
+    """Where an output's Concat inputs lie in the output: the slices [start, stop) along `axis`."""
+    concat: Node
+    concat_axis: int  # the axis in the Concat's own result
+    axis: int  # the same axis in the output
+    bounds: list[tuple[int, int, str]]  # (start, stop, the Concat input's name)
+
+    def source(self, g: Graph, name: str) -> str:
+        """An input's ONNX name (the layout pass's channels-last tensors keep it as their origin)."""
+        origin = g.tensors[name].origin
+        return origin[0] if origin else name
+
+
+def concat_layout(g: Graph, output: str) -> Layout | None:
+    """The Concat segments of `output` (float or quantized graph alike), or None: no Concat, one read
+    inside the model, or a reshape between that merges its axis."""
     found = chain_to_concat(g, output)
     if found is None:
         return None
     concat, chain = found
-    if not eligible(g, concat):
-        return None
-    widths = [width(g.tensors[name].q) for name in concat.inputs]
-    ratio = max(widths) / max(min(widths), 1e-30)
-    if ratio <= factor:
-        return None
-    axis = concat.attrs["axis"] % len(g.tensors[concat.outputs[0]].shape)
-    parts, start = [], 0
+    concat_axis = concat.attrs["axis"] % len(g.tensors[concat.outputs[0]].shape)
+    bounds, start = [], 0
     for name in concat.inputs:
-        size = g.tensors[name].shape[axis]
-        scale, zp = g.tensors[name].q.scalar()
-        parts.append(Segment(start, start + size, scale, zp, source=g.tensors[name].origin[0]
-                             if g.tensors[name].origin else name))
+        size = g.tensors[name].shape[concat_axis]
+        bounds.append((start, start + size, name))
         start += size
-    concat_axis = axis
+    axis: int | None = concat_axis
     for node in chain:
         axis = follow_axis(g, node, axis)
         if axis is None:
             return None
+    return Layout(concat, concat_axis, axis, bounds)
+
+
+def find_split(g: Graph, output: str, factor: float) -> Split | None:
+    layout = concat_layout(g, output)
+    if layout is None or not eligible(g, layout.concat):
+        return None
+    widths = [width(g.tensors[name].q) for name in layout.concat.inputs]
+    ratio = max(widths) / max(min(widths), 1e-30)
+    if ratio <= factor:
+        return None
+    parts = [Segment(start, stop, *g.tensors[name].q.scalar(), source=layout.source(g, name))
+             for start, stop, name in layout.bounds]
     # the Concat copies each input's codes (ops/shape.py); the output's segments are what the C API,
     # the manifest and the reference dequantize by; the movement ops between only move codes
-    g.tensors[concat.outputs[0]].segments = Segments(concat_axis, parts)
-    g.tensors[output].segments = Segments(axis, parts)
-    return Split(output, concat.name, axis, ratio, Segments(axis, parts))
+    g.tensors[layout.concat.outputs[0]].segments = Segments(layout.concat_axis, parts)
+    g.tensors[output].segments = Segments(layout.axis, parts)
+    return Split(output, layout.concat.name, layout.axis, ratio, Segments(layout.axis, parts))
 
 
 def split_outputs(g: Graph, factor: float | None) -> list[Split]:
