@@ -16,6 +16,7 @@ from .request import CompileRequest
 from .data import as_samples, check_declared_shapes, input_keys, load_arrays, read_headers, require_file, shape_text
 from .errors import ModelError, ToolError, UsageError
 from .kernels.requant import dequantize
+from .kernels.segments import dequantize_entry
 from .task_metrics import TaskMetric, human_line, task_metric
 from .validate_segments import flag_lines, metrics, output_statistics, segment_parts
 
@@ -259,7 +260,9 @@ def to_onnx_layout(raw: bytes, layer: dict) -> np.ndarray:
     """A layer's dumped output in the ONNX layout: int8 codes dequantized (integer and bool
     tensors have no scale: their values are compared as they are)."""
     value = np.frombuffer(raw, dtype=np.dtype(layer["output_dtype"])).reshape(layer["output_shape"])
-    if layer["scale"] is not None:
+    if layer.get("segments"):  # a range split's Concat and the moves after it: per-segment scales
+        value = dequantize_entry(value, {**layer, "shape": layer["output_shape"]})
+    elif layer["scale"] is not None:
         value = dequantize(value, layer["scale"], layer["zero_point"])
     return value.transpose(np.argsort(layer["onnx_perm"]))
 

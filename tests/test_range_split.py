@@ -206,6 +206,23 @@ def test_rule_follows_the_axis_to_the_output(tmp_path, case):
     assert np.abs(ours - sigmoid).max() < 0.01  # the sigmoid half at its own step (1/255), not 200/255
 
 
+@pytest.mark.parametrize("case", ["channels, direct", "last axis, transposed", "channels, reshaped"])
+def test_host_library_dequantizes_any_axis_as_the_reference(tmp_path, case):
+    """The C dequantization's (i / inner) % dim, with inner > 1 and = 1, equals the reference's."""
+    axis, tail, shape, _ = CASES[case]
+    model = tmp_path / "m.onnx"
+    model.write_bytes(two_branch_model(axis, [(op, dict(a)) for op, a in tail], shape))
+    rng = np.random.default_rng(1)
+    calib = rng.uniform(-1, 1, (16, 2, 4, 4)).astype(np.float32)
+    x = rng.uniform(-1, 1, (4, 2, 4, 4)).astype(np.float32)
+    g, _ = reference(model, calib)
+    raw, want = quantized_outputs_named(g, x, "y")
+    b = cuvil_sdk.build(model, board="host", profile="standard", calib=calib, out_dir=tmp_path / "b")
+    with b.load() as lib:
+        assert np.array_equal(lib.run(x)["y"], want)
+        assert np.array_equal(lib.run_int8({"x": quantize_input(g, x)})["y"], raw)
+
+
 def quantized_outputs_named(g, x: np.ndarray, name: str):
     raw, out = zip(*(run_quantized_model(g, {"x": x[i:i + 1]}) for i in range(len(x))))
     return np.concatenate([r[name] for r in raw]), np.concatenate([o[name] for o in out])

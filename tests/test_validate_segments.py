@@ -152,3 +152,9 @@ def test_accuracy_target_judges_segments_shows_steps_and_stops_at_its_bound(tmp_
     assert len([line for line in bounded.stderr.splitlines() if ": step " in line]) <= 2
     bad = cli(tmp_path, *common, "--accuracy-time", "-1", "-o", tmp_path / "c")
     assert bad.returncode != 0 and "--accuracy-time -1.0: expected a positive number of seconds" in bad.stderr
+
+
+def test_per_layer_reads_the_split_concat_by_its_segments(tmp_path):
+    report, _ = validate(tmp_path, "--per-layer")
+    rows = {row["name"]: row for row in report["layers"]}
+    assert rows["head_concat"]["cosine"] > 0.9999 and rows["head_transpose"]["cosine"] > 0.9999

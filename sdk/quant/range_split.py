@@ -92,6 +92,7 @@ class Layout:
     concat_axis: int  # the axis in the Concat's own result
     axis: int  # the same axis in the output
     bounds: list[tuple[int, int, str]]  # (start, stop, the Concat input's name)
+    moved: list[tuple[str, int]]  # the tensors between the Concat and the output, each with the axis in it
 
     def source(self, g: Graph, name: str) -> str:
         """An input's ONNX name (the layout pass's channels-last tensors keep it as their origin)."""
@@ -113,11 +114,13 @@ def concat_layout(g: Graph, output: str) -> Layout | None:
         bounds.append((start, start + size, name))
         start += size
     axis: int | None = concat_axis
+    moved = []
     for node in chain:
         axis = follow_axis(g, node, axis)
         if axis is None:
             return None
-    return Layout(concat, concat_axis, axis, bounds)
+        moved.append((node.outputs[0], axis))
+    return Layout(concat, concat_axis, axis, bounds, moved)
 
 
 def find_split(g: Graph, output: str, factor: float) -> Split | None:
@@ -131,9 +134,11 @@ def find_split(g: Graph, output: str, factor: float) -> Split | None:
     parts = [Segment(start, stop, *g.tensors[name].q.scalar(), source=layout.source(g, name))
              for start, stop, name in layout.bounds]
     # the Concat copies each input's codes (ops/shape.py); the output's segments are what the C API,
-    # the manifest and the reference dequantize by; the movement ops between only move codes
+    # the manifest and the reference dequantize by; the movement ops between only move codes (their
+    # segments: for validate --per-layer)
     g.tensors[layout.concat.outputs[0]].segments = Segments(layout.concat_axis, parts)
-    g.tensors[output].segments = Segments(layout.axis, parts)
+    for name, axis in layout.moved:  # the last is the output: the C API and the reference read its segments
+        g.tensors[name].segments = Segments(axis, parts)
     return Split(output, layout.concat.name, layout.axis, ratio, Segments(layout.axis, parts))
 
 
