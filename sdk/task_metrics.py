@@ -43,6 +43,30 @@ class TaskMetric:
             raise UsageError(f"--iou {self.iou}: expected a value from 0 to 1")
 
 
+def field_axis(g, output: str) -> int:
+    """The axis of one sample of `output` that holds a row's fields: its Concat's axis (found
+    through Reshape/Transpose), else the last."""
+    from .quant.range_split import concat_layout
+    layout = concat_layout(g, output)
+    return layout.axis if layout is not None else len(g.tensors[output].shape) - 1
+
+
+def check_metric(metric: TaskMetric, g) -> str:
+    """Every option of the metric against the float model, before any build: returns the output
+    it reads."""
+    metric.check()
+    output = metric.output or g.outputs[0]
+    if output not in g.outputs:
+        raise UsageError(f"--metric-output {output!r} is not an output of the model (outputs: {', '.join(g.outputs)})")
+    if g.tensors[output].is_integer:
+        raise UsageError(f"--metric {metric.name}: output '{output}' holds integers, not scores")
+    scores = parse_slice(metric.score_slice, g.tensors[output].shape[field_axis(g, output)])
+    if metric.name == "detections" and scores.start < BOX_FIELDS:
+        raise UsageError(f"--metric detections: the scores ({scores.start}:{scores.stop}) need the {BOX_FIELDS} box "
+                         f"fields (cx, cy, w, h) before them: give --score-slice {BOX_FIELDS}: or later")
+    return output
+
+
 def parse_slice(text: str | None, fields: int) -> slice:
     """"START:STOP" (either side optional, negative counts from the end) over `fields` fields."""
     if text is None:

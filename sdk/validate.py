@@ -17,7 +17,7 @@ from .data import as_samples, check_declared_shapes, input_keys, load_arrays, re
 from .errors import ModelError, ToolError, UsageError
 from .kernels.requant import dequantize
 from .kernels.segments import dequantize_entry
-from .task_metrics import TaskMetric, human_line, task_metric
+from .task_metrics import TaskMetric, check_metric, field_axis, human_line, task_metric
 from .validate_segments import flag_lines, metrics, output_statistics, segment_parts
 
 PER_LAYER_SAMPLES = 16
@@ -161,11 +161,10 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=
     from .commands import QEMU_ICOUNT_NOTE, do_build, remote_summary, run_samples
     from .compiler import input_graph
     require_file(data, "--data")
-    if metric is not None:
-        metric.check()
     if data.suffix != ".npz":
         raise ModelError(f"validation data '{data.name}' must be a .npz with 'x' (or input names) and optional 'y'")
     g = input_graph(req)
+    metric_output = check_metric(metric, g) if metric is not None else None
     samples, labels, x = load_validation_data(data, g)
     warnings = []
     if looks_random(x):
@@ -184,9 +183,6 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=
               "float_layers": info.get("float_layers", []), "int16_layers": info.get("int16_layers", [])}
     int8 = info["precision"] == "int8"
     flags = []
-    if metric is not None and metric.output is not None and metric.output not in [t["name"] for t in info["outputs"]]:
-        raise UsageError(f"--metric-output {metric.output!r} is not an output of the model "
-                         f"(outputs: {', '.join(t['name'] for t in info['outputs'])})")
     for t in info["outputs"]:
         ours = np.stack([r[t["name"]] for r in result["outputs"]])
         ref = np.stack([r[t["name"]] for r in reference]).reshape(ours.shape)
@@ -196,18 +192,14 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=
             parts = segment_parts(g, t, int8)
             stats = report["outputs"][t["name"]] = output_statistics(ours, ref, t, parts, int8)
             flags += flag_lines(t["name"], stats)
-            if metric is not None and (metric.output or info["outputs"][0]["name"]) == t["name"]:
-                axis = parts[0].axis if parts else ours.ndim - 2  # the Concat's axis, else the last
-                report["task_metric"] = {"output": t["name"], **task_metric(metric, ours, ref, axis)}
+            if metric is not None and metric_output == t["name"]:
+                report["task_metric"] = {"output": t["name"], **task_metric(metric, ours, ref, field_axis(g, t["name"]))}
         if labels is not None and t is info["outputs"][0]:
             report["accuracy"] = float((ours.reshape(len(ours), -1).argmax(1) == labels).mean())
             report["float_accuracy"] = float((ref.reshape(len(ref), -1).argmax(1) == labels).mean())
     report["flags"] = flags
     for line in flags:
         print(f"cuvil-sdk: warning: {line}", file=sys.stderr)
-    if metric is not None and "task_metric" not in report:
-        raise UsageError(f"--metric {metric.name}: output '{metric.output or info['outputs'][0]['name']}' holds "
-                         f"integers, not scores")
     if layers is not None:
         report["layers"] = layers
     if result.get("instructions") is not None:  # QEMU boards: guest instructions per inference
