@@ -9,6 +9,7 @@ A missing tool makes the tests fail, never skip.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 
 from cuvil_sdk.boards import get_board
 from cuvil_sdk.compiler import frontend_and_passes, quantize
+from cuvil_sdk.kernels.segments import dequantize_entry
 from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_quantized_model
 from cuvil_sdk.request import CompileRequest
@@ -79,3 +81,47 @@ def test_cortex_m7_old_way_is_one_scale_and_loses_detections(work):
     _, want = reference("cortex-m7", ("range_split", 0.0))
     assert np.array_equal(y, want)
     assert not same_detections(y, ort_run(MODEL, np.load(FIXTURE / "test.npz")["x"]))
+
+
+DEQUANTIZE_MAIN = r"""
+#include <stdio.h>
+#include <stdint.h>
+#include "yolo_head.h"
+
+/* codes.bin -> floats.bin through the generated yolo_head_dequantize_output, buffer by buffer */
+int main(int argc, char **argv)
+{
+    static int8_t q[YOLO_HEAD_OUTPUT_0_SIZE];
+    static float y[YOLO_HEAD_OUTPUT_0_SIZE];
+    FILE *in = argc == 3 ? fopen(argv[1], "rb") : NULL, *out = argc == 3 ? fopen(argv[2], "wb") : NULL;
+    if (!in || !out) return 2;
+    while (fread(q, 1, sizeof q, in) == sizeof q) {
+        yolo_head_dequantize_output(0, q, y);
+        fwrite(y, sizeof(float), YOLO_HEAD_OUTPUT_0_SIZE, out);
+    }
+    fclose(in);
+    return fclose(out) != 0;
+}
+"""
+
+
+def test_rpi5_c_dequantization_of_the_segments_equals_the_reference(work):
+    """The generated C dequantize_output (what <name>_run applies) of an aarch64 build, under
+    qemu-aarch64, on every code of every segment, equals kernels/segments.py's numpy."""
+    out = work / "rpi5-build"
+    r = cli("build", "--board", "rpi5", "--profile", "standard", "--model", MODEL, "--calib", CALIB, "-o", out,
+            "--json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    entry = json.loads((out / "manifest.json").read_text())["outputs"][0]
+    (work / "main.c").write_text(DEQUANTIZE_MAIN)
+    exe = work / "dequantize"
+    subprocess.run(["aarch64-linux-gnu-gcc", "-O2", "-mcpu=cortex-a76", work / "main.c", "-I", out / "src",
+                    "-L", out / "build", "-lyolo_head", "-o", exe], check=True, timeout=300)
+    # 256 codes x 7 indices along the axis: 4 buffers of 448 hold every (code, index) pair once
+    codes = np.tile(np.arange(-128, 128, dtype=np.int8), 7).reshape(4, 448)
+    codes.tofile(work / "codes.bin")
+    subprocess.run(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", "-E", f"LD_LIBRARY_PATH={out / 'build'}", exe,
+                    work / "codes.bin", work / "floats.bin"], check=True, timeout=300)
+    got = np.fromfile(work / "floats.bin", dtype=np.float32).reshape(4, 1, 64, 7)
+    assert entry["segments"] and entry["segment_axis"] == 2
+    assert np.array_equal(got, dequantize_entry(codes.reshape(4, 1, 64, 7), entry))
