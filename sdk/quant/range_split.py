@@ -16,6 +16,7 @@ import numpy as np
 
 from ..ir import Graph, Node
 from ..kernels.segments import Segment, Segments
+from ..ops import get_op
 
 DEFAULT_FACTOR = 8.0  # ranges this many times apart lose 3 bits of the narrow one's 8: split
 # ops between the Concat and the output that only move or reshape values
@@ -63,7 +64,7 @@ def follow_axis(g: Graph, node: Node, axis: int) -> int | None:
     """The axis of `node`'s result that holds its input's `axis` whole and in order; None when a
     reshape merges or splits it."""
     if node.op == "Transpose":
-        return list(node.attrs["perm"]).index(axis)
+        return get_op("Transpose").perm(node, g).index(axis)  # the default perm (reversed) included
     shape_in, shape_out = g.tensors[node.inputs[0]].shape, g.tensors[node.outputs[0]].shape
     inner = int(np.prod(shape_in[axis + 1:], dtype=np.int64))
     for j, dim in enumerate(shape_out):
