@@ -38,6 +38,7 @@ class BuildInfo(TypedDict, total=False):
     weight_layout: str  # int8 or int16 weights in flash (cortex_m_dsp)
     float_layers: list[str]  # layers kept in float (int8 builds)
     int16_layers: list[str]  # layers built 16x8 (int8 builds)
+    range_splits: list[dict[str, Any]]  # outputs that keep one scale per Concat input (quant/range_split.py)
     weight_bits: str  # --weight-bits: 8, 4 or auto; "layers" (--int4-layers named them), "qdq" (the model's INT4 weights)
     int4_layers: list[str]  # layers with int4 weights (int8 builds)
     int8_weight_layers: list[dict[str, str]]  # --weight-bits 4/auto: layers that cannot have int4 weights, and why

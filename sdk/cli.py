@@ -46,6 +46,14 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
                    help="keep the layers that hurt most in higher precision (float in standard, int16 "
                         "activations in lite) until the model's outputs reach this cosine similarity to the "
                         "float model on the calibration data")
+    p.add_argument("--accuracy-time", type=float, metavar="SECONDS",
+                   help="--accuracy-target's search prints a line per step and stops after this long with the "
+                        "best set it scored (default 600)")
+    p.add_argument("--range-split", type=float, metavar="FACTOR",
+                   help="int8: an output joined by a Concat (through Reshape/Transpose) from inputs whose ranges "
+                        "differ more than FACTOR times keeps one scale per input (default 8; 0: off)")
+    p.add_argument("--no-range-split", dest="range_split", action="store_const", const=0.0,
+                   help="one int8 scale per output, even over ranges far apart (the build before the rule)")
     p.add_argument("--int16-layers", metavar="NAME,...", help="layers (Conv/Gemm/MatMul node names) to build "
                    "as 16x8: int16 activations, int8 weights")
     p.add_argument("--weight-bits", choices=["4", "8", "auto"],
@@ -162,6 +170,17 @@ def build_parser() -> Parser:
     add_model_options(p)
     p.add_argument("--data", help=".npz with inputs 'x' (or by input name) and optional labels 'y'; required")
     p.add_argument("--per-layer", action="store_true", help="also compare every layer's output (debug build)")
+    p.add_argument("--metric", choices=["argmax", "topk", "detections"],
+                   help="also a task metric of one output against the float model: argmax or top-k agreement of "
+                        "the score fields, or detections (YOLOv8 rows: cx, cy, w, h, scores; threshold, NMS, "
+                        "matched by IoU: precision, recall, F1); README, validate")
+    p.add_argument("--score-slice", metavar="START:STOP", help="--metric: the score fields along the field axis "
+                   "(the output's Concat axis, else the last), e.g. 4: for YOLOv8 (default: all)")
+    p.add_argument("--metric-output", metavar="NAME", help="--metric: the output it reads (default: the first)")
+    p.add_argument("--top-k", type=int, default=5, metavar="K", help="--metric topk: K (default 5)")
+    p.add_argument("--conf", type=float, default=0.25, help="--metric detections: score threshold (default 0.25)")
+    p.add_argument("--iou", type=float, default=0.5,
+                   help="--metric detections: NMS and matching IoU (default 0.5)")
     p.add_argument("-o", "--out-dir", dest="out_dir", metavar="DIR",
                    help="keep the build there (and with --per-layer the debug build and the layers' values in "
                         "DIR/per-layer); default: a temporary folder, removed")
@@ -328,8 +347,18 @@ def do_validate(plan) -> None:
     if target is not None and build is not None:
         raise UsageError("--port/--place run one model's serial harness, not a firmware image of several models")
     report = validate(req, Path(args.data), args.per_layer, args.jobs, build=build, target=target,
-                      out_dir=Path(args.out_dir) if args.out_dir else None)
+                      out_dir=Path(args.out_dir) if args.out_dir else None, metric=task_metric_of(args))
     emit(report, args.json, human_table(report))
+
+
+def task_metric_of(args: argparse.Namespace):
+    """validate's --metric and its options (sdk/task_metrics.py); options without --metric are refused."""
+    from .task_metrics import TaskMetric
+    if args.metric is None:
+        if args.score_slice is not None or args.metric_output is not None:
+            raise UsageError("--score-slice and --metric-output go with --metric argmax|topk|detections")
+        return None
+    return TaskMetric(args.metric, args.metric_output, args.score_slice, args.top_k, args.conf, args.iou)
 
 
 def do_init(args: argparse.Namespace) -> None:

@@ -265,7 +265,7 @@ def summary_of_build(info: BuildInfo) -> dict:
     keys = ("name", "board", "profile", "precision", "arena_bytes", "flash_bytes", "ram_bytes", "weight_bytes",
             "artifacts", "out_dir", "size", "fits", "float_layers", "int16_layers", "weight_bits", "int4_layers",
             "int8_weight_layers", "int4_unpacked", "weight_values", "cuda", "plugin_kernels", "fallbacks", "weights", "regions",
-            "tiling")
+            "tiling", "range_splits")
     return {k: info[k] for k in keys if k in info}
 
 

@@ -110,8 +110,12 @@ def quantize(g: Graph, req: CompileRequest) -> dict[str, list[str]]:
     if int16_layers and observer is None:
         raise UsageError("int16 layers need calibration data (--calib) for their int16 scales")
     int4_layers = choose_weight_bits(g, req, observer, samples, set(float_layers), set(int16_layers))
-    quantize_graph(g, observer, set(float_layers), set(int16_layers), set(int4_layers))
+    splits = quantize_graph(g, observer, set(float_layers), set(int16_layers), set(int4_layers), req.range_split)
+    for split in splits:
+        say(split.message(req.range_split))
     chosen = {"float_layers": float_layers, "int16_layers": sorted(set(int16_layers))}
+    if splits:  # report.json and build --json name the rule where it applied
+        chosen["range_splits"] = [split.as_report() for split in splits]
     int4_layers = [n.name for n in g.nodes if n.weight_bits == 4]  # INT4 QDQ weights included
     if req.weight_bits is not None or int4_layers:  # a build that says nothing of weight bits keeps its manifest
         mode = weight_bits_mode(req) if req.weight_bits or req.int4_layers else "qdq"  # else the model's INT4 weights
@@ -135,7 +139,7 @@ def choose_weight_bits(g: Graph, req: CompileRequest, observer, samples, float_l
     if req.int4_layers:
         names = list(dict.fromkeys(req.int4_layers))
         mark_int4(copy.deepcopy(g), set(names))  # a name that is no int4 layer: refused before any measuring
-        choose_int4_scales(g, observer, samples, names, float_layers, int16_layers)
+        choose_int4_scales(g, observer, samples, names, float_layers, int16_layers, req.range_split)
         return names
     mode = weight_bits_mode(req)
     if mode == "8":
@@ -145,7 +149,7 @@ def choose_weight_bits(g: Graph, req: CompileRequest, observer, samples, float_l
         if node.name in float_layers | int16_layers:
             node.precision = "fp32" if node.name in float_layers else "int16"
     # each layer's scale rule (max|w| / 7 or clipped), measured with every candidate int4
-    choose_int4_scales(g, observer, samples, int4_candidates(probe), float_layers, int16_layers)
+    choose_int4_scales(g, observer, samples, int4_candidates(probe), float_layers, int16_layers, req.range_split)
     if mode == "4":
         return int4_candidates(probe)
     if mode == "auto":
@@ -153,7 +157,7 @@ def choose_weight_bits(g: Graph, req: CompileRequest, observer, samples, float_l
             raise UsageError("--weight-bits auto needs calibration data (--calib) to measure each layer's "
                              "sensitivity on")
         chosen, reached, base, goal = choose_int4(copy.deepcopy(g), observer, samples, req.accuracy_target,
-                                                  float_layers, int16_layers)
+                                                  float_layers, int16_layers, req.range_split)
         report_auto(chosen, len(int4_candidates(probe)), reached, base, goal)
         return chosen
     raise UsageError(f"--weight-bits {mode}: expected 4, 8 or auto")
@@ -163,13 +167,16 @@ def higher_precision_layers(g: Graph, req: CompileRequest, observer, samples, mo
     """Layers to keep in float (standard) or int16 (lite: 16x8) so the model reaches --accuracy-target."""
     if observer is None:
         raise UsageError("--accuracy-target needs calibration data (--calib) to measure accuracy on")
-    kept, reached, base = choose_layers(copy.deepcopy(g), observer, samples, req.accuracy_target, mode)
+    kept, reached, base, stopped = choose_layers(copy.deepcopy(g), observer, samples, req.accuracy_target, mode,
+                                                 req.range_split, say=say, time_limit=req.accuracy_time)
     what = "in float" if mode == "float" else "as int16 (16x8)"
-    print(f"cuvil-sdk: accuracy target {req.accuracy_target}: int8 reaches {base:.5f}; with "
-          f"{len(kept)} layer(s) {what} {reached:.5f}" + (f" ({', '.join(kept)})" if kept else ""), file=sys.stderr)
-    if reached < req.accuracy_target:
-        print(f"cuvil-sdk: warning: the accuracy target is not reached even with those layers {what}",
-              file=sys.stderr)
+    say(f"accuracy target {req.accuracy_target} (the lowest cosine over outputs and their Concat segments): int8 "
+        f"reaches {base:.5f}; with {len(kept)} layer(s) {what} {reached:.5f}" + (f" ({', '.join(kept)})" if kept else ""))
+    if stopped:
+        say(f"warning: the search stopped at its time bound ({req.accuracy_time:g} s, --accuracy-time): "
+            f"keeping the best set it scored")
+    elif reached < req.accuracy_target:
+        say(f"warning: the accuracy target is not reached even with those layers {what}")
     return kept
 
 

@@ -58,6 +58,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("calib-method", "calib_method", "string", default="minmax", help="minmax, percentile or mse"),
     Key("name", "name", "string", help="C symbol prefix (default: the model file's name)"),
     Key("accuracy-target", "accuracy_target", "number", help="cosine to reach with some layers in higher precision"),
+    Key("accuracy-time", "accuracy_time", "number", help="--accuracy-target's time bound in seconds (default 600)"),
+    Key("range-split", "range_split", "number", help="int8: keep per-input scales of an output's Concat "
+        "whose ranges differ more than this factor (default 8; 0: off)"),
     Key("int16-layers", "int16_layers", "list", help="layers built as 16x8"),
     Key("weight-bits", "weight_bits", "word", help="int8 builds: 8 (default), 4 or auto: the bits of the weights"),
     Key("int4-layers", "int4_layers", "list", help="layers with int4 weights (the others int8)"),
@@ -373,6 +376,8 @@ calib = "calib.npy"          # calibration samples (.npy/.npz), or "random" (not
 # name = "model"             # C symbol prefix (default: the model file's name)
 # input-shape = ["input=1x3x32x32"]     # fix dynamic input dimensions
 # accuracy-target = 0.99     # keep the layers that hurt most in higher precision
+# accuracy-time = 600       # the accuracy-target search stops after this many seconds with its best
+# range-split = 8           # an output's Concat of ranges this far apart keeps one scale per input (0: off)
 # int16-layers = ["conv1"]   # layers built with int16 activations
 # weight-bits = 4            # int4 weights, two per byte (8: the default; "auto": int4 where the accuracy holds)
 # int4-layers = ["conv2"]    # or name the layers with int4 weights (the others int8)

@@ -22,7 +22,7 @@ from .profiles import Profile, get_profile
 Calib = Union[str, np.ndarray, dict[str, np.ndarray], None]
 
 # The options a request takes by keyword, with the CLI's names (underscores for dashes).
-OPTIONS = ("precision", "calib", "calib_method", "name", "accuracy_target", "int16_layers", "weight_bits",
+OPTIONS = ("precision", "calib", "calib_method", "name", "accuracy_target", "accuracy_time", "range_split", "int16_layers", "weight_bits",
            "int4_layers", "input_shape",
            "threads", "plugins", "out_dir", "jobs", "input_layout", "weight_layout", "weights", "weights_region",
            "arena_region", "arena_budget")
@@ -42,6 +42,10 @@ class CompileRequest:
     verbose: bool = False  # --verbose: every layer on a slower kernel named one line each
     threads: int = 1  # standard profile, Linux boards: large layers split over this many threads
     accuracy_target: float | None = None  # minimum cosine vs float: keep worst layers in higher precision
+    # quant/range_split.py: an output joined from ranges more than this factor apart keeps per-input
+    # scales (--range-split-factor; 0 or --no-range-split: one scale, the old way)
+    range_split: float = 8.0
+    accuracy_time: float = 600.0  # --accuracy-time: --accuracy-target's search stops here with its best
     int16_layers: list[str] = field(default_factory=list)  # 16x8 layers named by the user
     weight_bits: str | None = None  # --weight-bits 8|4|auto (int8 builds); None: 8, or --int4-layers
     int4_layers: list[str] = field(default_factory=list)  # layers with int4 weights named by the user
@@ -108,6 +112,26 @@ def weight_bits_option(value: Any) -> str | None:
     return text
 
 
+def seconds_option(value: Any, otherwise: float, option: str) -> float:
+    """A positive number of seconds, or `otherwise` when not given."""
+    if value is None:
+        return otherwise
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
+            not np.isfinite(value) or value <= 0:
+        raise UsageError(f"{option} {value!r}: expected a positive number of seconds")
+    return float(value)
+
+
+def range_split_option(value: Any) -> float:
+    """--range-split FACTOR: 0 (off) or above 1; default 8 (quant/range_split.py)."""
+    if value is None:
+        return 8.0
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
+            not (value == 0 or value > 1) or not np.isfinite(value):
+        raise UsageError(f"--range-split {value!r}: expected a factor above 1, or 0 to turn the rule off")
+    return float(value)
+
+
 def default(value: Any, otherwise: Any) -> Any:
     return otherwise if value is None else value
 
@@ -140,7 +164,10 @@ def new_request(model: str | Path, *, board: str, profile: str | None = None, pr
         model=model.resolve() if model.exists() else model, board=the_board, profile=the_profile,
         precision=options.get("precision"), calib=calib, calib_method=options.get("calib_method") or "minmax",
         name=options.get("name"), input_shapes=parse_input_shapes(input_shape_specs(options.get("input_shape"))),
-        progress=progress, verbose=verbose, threads=default(options.get("threads"), 1), accuracy_target=options.get("accuracy_target"),
+        progress=progress, verbose=verbose, threads=default(options.get("threads"), 1),
+        accuracy_target=options.get("accuracy_target"),
+        range_split=range_split_option(options.get("range_split")),
+        accuracy_time=seconds_option(options.get("accuracy_time"), 600.0, "--accuracy-time"),
         int16_layers=name_list(options.get("int16_layers")), weight_bits=weight_bits_option(options.get("weight_bits")),
         int4_layers=name_list(options.get("int4_layers")), debug_dump=debug_dump, plugins=plugins,
         weight_layout=options.get("weight_layout"), input_layout=options.get("input_layout") or "nchw",

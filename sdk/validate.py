@@ -16,6 +16,9 @@ from .request import CompileRequest
 from .data import as_samples, check_declared_shapes, input_keys, load_arrays, read_headers, require_file, shape_text
 from .errors import ModelError, ToolError, UsageError
 from .kernels.requant import dequantize
+from .kernels.segments import dequantize_entry
+from .task_metrics import TaskMetric, check_metric, field_axis, human_line, task_metric
+from .validate_segments import flag_lines, metrics, output_statistics, segment_parts
 
 PER_LAYER_SAMPLES = 16
 
@@ -99,17 +102,6 @@ def integer_metrics(ours: np.ndarray, ref: np.ndarray) -> dict[str, float]:
     return {"agreement": float((a == b).mean()), "samples_exact": float((a == b).all(1).mean())}
 
 
-def metrics(ours: np.ndarray, ref: np.ndarray) -> dict[str, float]:
-    a = ours.reshape(len(ours), -1).astype(np.float64)
-    b = ref.reshape(len(ref), -1).astype(np.float64)
-    cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) + 1e-30)
-    diff = a - b
-    return {"cosine": float(cos.mean()), "cosine_min": float(cos.min()),
-            "rel_l2": float(np.linalg.norm(diff) / (np.linalg.norm(b) + 1e-30)),
-            "mae": float(np.abs(diff).mean()), "rmse": float(np.sqrt((diff ** 2).mean())),
-            "top1_agreement": float((a.argmax(1) == b.argmax(1)).mean())}
-
-
 def looks_random(x: np.ndarray) -> bool:
     """Real inputs (images, spectrograms, signals) have neighbours that correlate; i.i.d.
     noise does not."""
@@ -173,18 +165,20 @@ def class_indices(path: Path, y: np.ndarray, samples: int, output: str, classes:
 
 
 def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=None, target=None,
-             out_dir: Path | None = None) -> dict:
+             out_dir: Path | None = None, metric: TaskMetric | None = None) -> dict:
     """`build`: a function (folder -> the model's build info) that builds the artifact the model
     runs in (a multi-model firmware image: commands.image_builder); default: the model alone.
     `target`: a board over a serial port or in a labgrid farm (commands.remote_target()).
     `out_dir` (-o): keep the build there, and with per_layer the debug build and its per-layer
-    dumps in DIR/per-layer; default: a temporary folder, removed."""
+    dumps in DIR/per-layer; default: a temporary folder, removed. `metric` (--metric): a task metric
+    of one output (task_metrics.py)."""
     from .commands import QEMU_ICOUNT_NOTE, do_build, remote_summary, run_samples
     from .compiler import input_graph
     require_file(data, "--data")
     if data.suffix != ".npz":
         raise ModelError(f"validation data '{data.name}' must be a .npz with 'x' (or input names) and optional 'y'")
     g = input_graph(req)
+    metric_output = check_metric(metric, g) if metric is not None else None
     samples, labels, x = load_validation_data(data, g)
     warnings = []
     if looks_random(x):
@@ -201,13 +195,25 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=
     report = {"board": req.board.name, "profile": req.profile.name, "precision": info["precision"],
               "samples": len(samples), "reference": used, "outputs": {}, "warnings": warnings,
               "float_layers": info.get("float_layers", []), "int16_layers": info.get("int16_layers", [])}
+    int8 = info["precision"] == "int8"
+    flags = []
     for t in info["outputs"]:
         ours = np.stack([r[t["name"]] for r in result["outputs"]])
         ref = np.stack([r[t["name"]] for r in reference]).reshape(ours.shape)
-        report["outputs"][t["name"]] = integer_metrics(ours, ref) if t["scale"] is None else metrics(ours, ref)
+        if t["scale"] is None:
+            report["outputs"][t["name"]] = integer_metrics(ours, ref)
+        else:
+            parts = segment_parts(g, t, int8)
+            stats = report["outputs"][t["name"]] = output_statistics(ours, ref, t, parts, int8)
+            flags += flag_lines(t["name"], stats)
+            if metric is not None and metric_output == t["name"]:
+                report["task_metric"] = {"output": t["name"], **task_metric(metric, ours, ref, field_axis(g, t["name"]))}
         if labels is not None and t is info["outputs"][0]:
             report["accuracy"] = float((ours.reshape(len(ours), -1).argmax(1) == labels).mean())
             report["float_accuracy"] = float((ref.reshape(len(ref), -1).argmax(1) == labels).mean())
+    report["flags"] = flags
+    for line in flags:
+        print(f"cuvil-sdk: warning: {line}", file=sys.stderr)
     if layers is not None:
         report["layers"] = layers
     if result.get("instructions") is not None:  # QEMU boards: guest instructions per inference
@@ -260,9 +266,15 @@ def to_onnx_layout(raw: bytes, layer: dict) -> np.ndarray:
     """A layer's dumped output in the ONNX layout: int8 codes dequantized (integer and bool
     tensors have no scale: their values are compared as they are)."""
     value = np.frombuffer(raw, dtype=np.dtype(layer["output_dtype"])).reshape(layer["output_shape"])
-    if layer["scale"] is not None:
+    if layer.get("segments"):  # a range split's Concat and the moves after it: per-segment scales
+        value = dequantize_entry(value, {**layer, "shape": layer["output_shape"]})
+    elif layer["scale"] is not None:
         value = dequantize(value, layer["scale"], layer["zero_point"])
     return value.transpose(np.argsort(layer["onnx_perm"]))
+
+
+def step_text(step: float | None) -> str:
+    return "" if step is None else f"step {step:.4g}"
 
 
 def human_table(report: dict) -> str:
@@ -275,6 +287,15 @@ def human_table(report: dict) -> str:
             continue
         lines.append(f"  {name[:24]:24} {m['cosine']:8.5f} {m['rel_l2']:8.5f} {m['mae']:10.5g} {m['rmse']:10.5g} "
                      f"{m['top1_agreement']:7.2%}")
+        for seg in m.get("segments", []):  # a Concat output's segments, each on its own
+            label = f"  [{seg['start']}:{seg['stop']}] {seg['name']}"
+            flagged = f"  {', '.join(seg['flags']).upper()}" if seg["flags"] else ""
+            lines.append(f"    {label[:22]:22} {seg['cosine']:8.5f} {seg['rel_l2']:8.5f} {seg['mae']:10.5g} "
+                         f"{seg['rmse']:10.5g} {'':7} {step_text(seg['step'])}{flagged}")
+    if report.get("task_metric"):
+        lines.append(f"  {report['task_metric']['output']}: {human_line(report['task_metric'])}")
+    for line in report.get("flags", []):
+        lines.append(f"  FLAG: {line}")
     if report.get("float_layers"):
         lines.append(f"  layers kept in float: {', '.join(report['float_layers'])}")
     if report.get("int16_layers"):

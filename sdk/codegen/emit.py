@@ -13,6 +13,7 @@ from ..build_info import BuildInfo, to_json
 from ..ir import Graph
 from ..kernels.kernel_sets import KERNEL_SETS
 from ..kernels.options import CodegenOptions
+from ..kernels.segments import axis_tables
 from ..paths import TEMPLATES
 from ..planner import ArenaPlan, Sharing
 from .cuda import generate_cuda
@@ -75,12 +76,31 @@ def io_entries(g: Graph, names: list[str], plan: ArenaPlan, int8: bool) -> list[
                         "quantized_size": 0 if t.is_integer else t.size})
         if name in plan.copied_in:  # copied in the layout of the Transpose it feeds (input_copy.py)
             entries[-1]["layout_copy"] = copy_entry(g, name, plan.copied_in[name])
+        if int8 and t.segments is not None:
+            entries[-1].update(segment_entry(t))
     return entries
+
+
+def segment_entry(t) -> dict:
+    """A range-split output (quant/range_split.py): its segments for the manifest, and for the C
+    side the per-index tables along the axis that dequantize_output reads by (i / inner) % dim."""
+    entry = t.segments.as_manifest()
+    inner, dim, scales, zps = axis_tables(t.shape, entry["segments"], entry["segment_axis"])
+    entry.update({"seg_inner": inner, "seg_dim": dim, "seg_scale_c": [c_float(s) for s in scales], "seg_zp": zps,
+                  "seg_c": [{"start": s["start"], "stop": s["stop"], "scale_c": c_float(s["scale"]),
+                             "zero_point": s["zero_point"], "source": c_comment(s["source"])}
+                            for s in entry["segments"]]})
+    return entry
+
+
+def c_comment(text: str) -> str:
+    """A name as it may appear inside a C comment."""
+    return text.replace("*/", "* /").replace("\n", " ")
 
 
 # the entries' keys that only the C templates read (the manifest leaves them out)
 C_ONLY = ("offset", "scale_c", "zp_c", "integer", "ctype", "raw_ctype", "bytes", "raw_bytes", "quantized_size",
-          "layout_copy")
+          "layout_copy", "seg_inner", "seg_dim", "seg_scale_c", "seg_zp", "seg_c")
 
 
 def manifest(g: Graph, prefix: str, board: Board, precision: str, plan: ArenaPlan, inputs, outputs) -> BuildInfo:

@@ -254,7 +254,9 @@ def layer_row(index: int, node, g: Graph, plan: ArenaPlan, kernel: str, calls: i
     """What reports and profiles say about one layer."""
     out = g.tensors[node.outputs[0]]
     origin = out.origin or (out.name, list(range(len(out.shape))))
-    return {"index": index, "name": node.name, "op": node.op, "kernel": kernel, "calls": calls,
+    # a range split's Concat and the moves after it hold per-segment codes (validate --per-layer)
+    segments = out.segments.as_manifest() if out.segments is not None else {}
+    return segments | {"index": index, "name": node.name, "op": node.op, "kernel": kernel, "calls": calls,
             "macs": get_op(node.op).macs(node, g), "weight_bytes": weight_bytes, "output": out.name,
             "output_shape": list(out.shape), "output_dtype": out.dtype, "activation_bytes": out.nbytes,
             "arena_offset": plan.offsets.get(out.name), "onnx_tensor": origin[0], "onnx_perm": origin[1],

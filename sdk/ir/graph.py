@@ -53,6 +53,8 @@ class Tensor:
     # (base tensor, byte offset): this tensor is bytes of that one's buffer from the offset on (a
     # band's rows of a whole tensor, passes/row_bands.py); the planner places it inside its base
     view: tuple[str, int] | None = None
+    # kernels/segments.Segments: slices along one axis keep their own scales (quant/range_split.py)
+    segments: Any = None
 
     @property
     def is_const(self) -> bool:

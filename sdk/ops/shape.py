@@ -202,7 +202,8 @@ class Transpose(OpDef):
 @register
 class Concat(OpDef):
     op_type = "Concat"
-    summary = "join along an axis (int8: each input requantized to the output's scale)"
+    summary = ("join along an axis (int8: each input requantized to the output's scale; an output's Concat of "
+               "ranges far apart keeps each input's scale, the range split)")
     integer_inputs = True
 
     def dtypes(self, node: Node, g: Graph) -> list[str]:
@@ -233,6 +234,9 @@ class Concat(OpDef):
 
     def quantize(self, node: Node, g: Graph) -> None:
         sy, zy = qparams_of(g, node.outputs[0])
+        if g.tensors[node.outputs[0]].segments is not None:  # range split: each input keeps its own codes
+            node.q = {"zy": zy, "parts": [self.copy_part(g, name) for name in node.inputs]}
+            return
         parts = []
         for name in node.inputs:
             t = g.tensors[name]
@@ -246,10 +250,17 @@ class Concat(OpDef):
             parts.append({"zx": zx, "mult": mult, "shift": shift, "const": None})
         node.q = {"zy": zy, "parts": parts}
 
+    @staticmethod
+    def copy_part(g: Graph, name: str) -> dict:
+        """An input copied unchanged: requantized to its own scale by the identity rule."""
+        zx = qparams_of(g, name)[1]
+        mult, shift = quantize_multiplier(1.0)
+        return {"zx": zx, "zy": zx, "mult": mult, "shift": shift, "const": None}
+
     def run_int(self, node: Node, g: Graph, xs: list[np.ndarray]) -> list[np.ndarray]:
         q = node.q
         xs = [x if p["const"] is None else p["const"] for x, p in zip(xs, q["parts"])]
-        ys = [clamp_int8(requant(x.astype(np.int64) - p["zx"], p["mult"], p["shift"]) + q["zy"])
+        ys = [clamp_int8(requant(x.astype(np.int64) - p["zx"], p["mult"], p["shift"]) + p.get("zy", q["zy"]))
               for x, p in zip(xs, q["parts"])]
         return [np.concatenate(ys, axis=self.axis(node, g))]
 
@@ -282,7 +293,7 @@ class Concat(OpDef):
                 calls.append(call(f"concat_{VARIANTS[integer]}", **io))
             elif precision == "int8":
                 p = node.q["parts"][i]
-                calls.append(call("concat_s8", **io, zx=p["zx"], zy=node.q["zy"], mult=p["mult"], shift=p["shift"]))
+                calls.append(call("concat_s8", **io, zx=p["zx"], zy=p.get("zy", node.q["zy"]), mult=p["mult"], shift=p["shift"]))
             else:
                 calls.append(call("concat_f32", **io))
             offset += chunk

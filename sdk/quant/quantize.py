@@ -15,6 +15,7 @@ from ..ops.common import integer_node
 from .calibrate import RangeObserver
 from .int16 import widen_layers
 from .mixed import keep_in_float
+from .range_split import DEFAULT_FACTOR, Split, split_outputs
 from .weight_bits import mark_int4
 
 
@@ -69,10 +70,12 @@ def assign_qparams(g: Graph, observer: RangeObserver | None) -> None:
 
 
 def quantize_graph(g: Graph, observer: RangeObserver | None, keep_float: set[str] = frozenset(),
-                   int16: set[str] = frozenset(), int4: set[str] = frozenset()) -> None:
+                   int16: set[str] = frozenset(), int4: set[str] = frozenset(),
+                   range_split: float | None = DEFAULT_FACTOR) -> list[Split]:
     """Quantize every node: int8, except those named in keep_float (float between
     conversions, per-layer fallback) and in int16 (16x8 layers); those named in int4 get int4
-    weights (quant/weight_bits.py)."""
+    weights (quant/weight_bits.py). Outputs joined from ranges more than `range_split` apart keep
+    per-input scales (quant/range_split.py; None: never); returns those splits."""
     assign_qparams(g, observer)
     if observer is not None:
         for t in g.activations():
@@ -81,6 +84,7 @@ def quantize_graph(g: Graph, observer: RangeObserver | None, keep_float: set[str
     wide_tensors = widen_layers(g, set(int16), observer) if int16 else set()
     if int4:
         mark_int4(g, set(int4))
+    splits = split_outputs(g, range_split)
     for node in g.nodes:
         if node.precision != "fp32" and not integer_node(node, g):
             quantize_node(node, g)
@@ -88,6 +92,7 @@ def quantize_graph(g: Graph, observer: RangeObserver | None, keep_float: set[str
         if t.is_integer:  # integer and bool tensors pass through unquantized
             continue
         t.dtype = "float32" if t.name in float_tensors else "int16" if t.name in wide_tensors else "int8"
+    return splits
 
 
 def quantize_node(node, g: Graph) -> None:

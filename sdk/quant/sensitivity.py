@@ -1,25 +1,32 @@
 """Choose the layers to keep in higher precision (float, or int16 activations) so that the
 int8 model meets an accuracy target.
 
-The score is the mean cosine similarity between the quantized model's (dequantized)
-outputs and the float model's, on calibration samples, computed with the numpy
-reference (bit-identical to the targets). Each candidate layer is scored alone in float;
-then layers are added, most helpful first, until the target is met.
+The score is what `validate` judges (validate_segments.py): the lowest, over every output and
+every Concat segment of an output (the boxes and the scores of a detector's head apart), of the
+mean cosine similarity between the quantized model's (dequantized) outputs and the float model's,
+on calibration samples, computed with the numpy reference (bit-identical to the targets). One
+big output cannot hide a small one. Each candidate layer is scored alone in float; then layers
+are added, most helpful first, until the target is met. Every step prints a line on stderr; at
+the time bound (--accuracy-time) the search stops with the best set it has scored.
 """
 from __future__ import annotations
 
 import copy
+import time
+from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
 from ..ir import Graph
 from ..ops import get_op
-from ..kernels.requant import dequantize, quantize_float
-from ..reference import run_int, run_quantized_model
+from ..kernels.requant import quantize_float
+from ..reference import dequantize_tensor, run_int, run_quantized_model
 from ..reference.batched import run_float_samples
 from .calibrate import RangeObserver
 from .int16 import candidates as int16_candidates
 from .quantize import quantize_graph, quantize_node
+from .range_split import DEFAULT_FACTOR, concat_layout
 from .weight_bits import AUTO_COSINE_DROP, int4_candidates, weight_count
 
 EVAL_SAMPLES = 16
@@ -35,46 +42,100 @@ def candidates(g: Graph, mode: str) -> list[str]:
     return [n.name for n in g.nodes if not get_op(n.op).alias and get_op(n.op).output_qparams == "calibrated"]
 
 
+def mean_cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Per sample (leading axis), then the mean."""
+    a, b = a.reshape(len(a), -1).astype(np.float64), b.reshape(len(b), -1).astype(np.float64)
+    return float(((a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) + 1e-30)).mean())
+
+
+def judge(g_float: Graph, got: list[dict], wanted: list[dict]) -> float:
+    """The lowest mean cosine over every output and every Concat segment of an output."""
+    worst = np.inf
+    for name in g_float.outputs:
+        a, b = np.stack([r[name] for r in got]), np.stack([r[name] for r in wanted]).reshape(-1, *got[0][name].shape)
+        worst = min(worst, mean_cosine(a, b))
+        layout = concat_layout(g_float, name)
+        for start, stop, _ in layout.bounds if layout is not None else []:
+            where = [slice(None)] * a.ndim
+            where[layout.axis + 1] = slice(start, stop)
+            worst = min(worst, mean_cosine(a[tuple(where)], b[tuple(where)]))
+    return float(worst)
+
+
 def score(g_float: Graph, observer: RangeObserver, samples: list[dict], wanted: list[dict],
-          keep_float: set[str] = frozenset(), int16: set[str] = frozenset(), int4: set[str] = frozenset()) -> float:
-    """Mean cosine of the quantized model's outputs with the float model's (`wanted`, per sample),
-    with those layers in float, 16x8 and with int4 weights."""
+          keep_float: set[str] = frozenset(), int16: set[str] = frozenset(), int4: set[str] = frozenset(),
+          range_split: float | None = DEFAULT_FACTOR) -> float:
+    """The judged cosine (`judge`) of the quantized model's outputs with the float model's
+    (`wanted`, per sample), with those layers in float, 16x8 and with int4 weights."""
     g = copy.deepcopy(g_float)
-    quantize_graph(g, observer, keep_float=keep_float, int16=int16, int4=int4)
-    cosines = []
-    for feeds, want in zip(samples, wanted):
-        got = run_quantized_model(g, feeds)[1]
-        for name in g_float.outputs:
-            a, b = got[name].ravel().astype(np.float64), want[name].ravel().astype(np.float64)
-            cosines.append(float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30)))
-    return float(np.mean(cosines))
+    quantize_graph(g, observer, keep_float=keep_float, int16=int16, int4=int4, range_split=range_split)
+    return judge(g_float, [run_quantized_model(g, feeds)[1] for feeds in samples], wanted)
+
+
+@dataclass
+class Search:
+    """What --accuracy-target's search has scored: every step on stderr, the best set, the bound."""
+    target: float
+    steps: int
+    time_limit: float | None
+    say: Callable[[str], None] | None = None
+    done: int = 0
+    best: tuple[float, list[str]] = (-np.inf, [])
+    started: float = field(default_factory=time.monotonic)
+
+    def scored(self, what: str, keep: list[str], value: float) -> None:
+        self.done += 1
+        if value > self.best[0] or (value == self.best[0] and len(keep) < len(self.best[1])):
+            self.best = (value, list(keep))
+        if self.say is not None:
+            self.say(f"accuracy target {self.target}: step {self.done}/{self.steps}: {what}: {value:.5f} (best "
+                     f"{self.best[0]:.5f}; {time.monotonic() - self.started:.1f} s)")
+
+    def out_of_time(self) -> bool:
+        return self.time_limit is not None and time.monotonic() - self.started > self.time_limit
 
 
 def choose_layers(g_float: Graph, observer: RangeObserver, samples: list[dict], target: float,
-                  mode: str = "float") -> tuple[list[str], float, float]:
-    """(layers kept in higher precision, score reached, int8-only score); mode is
-    "float" (per-layer float fallback) or "int16" (16x8 layers)."""
+                  mode: str = "float", range_split: float | None = DEFAULT_FACTOR,
+                  say: Callable[[str], None] | None = None,
+                  time_limit: float | None = None) -> tuple[list[str], float, float, bool]:
+    """(layers kept in higher precision, score reached, int8-only score, stopped at the time bound);
+    mode is "float" (per-layer float fallback) or "int16" (16x8 layers). `say` gets a line per step."""
     samples = samples[:EVAL_SAMPLES]
     wanted = run_float_samples(g_float, samples)  # the float model's outputs: once, not per score
-    def scored(keep: set[str]) -> float:
-        return score(g_float, observer, samples, wanted, **{"int16" if mode == "int16" else "keep_float": keep})
+    names = candidates(g_float, mode)
+    search = Search(target, 1 + 2 * len(names), time_limit, say)
+    what = "in float" if mode == "float" else "as int16"
 
-    base = scored(set())
+    def scored(keep: list[str], label: str) -> float:
+        value = score(g_float, observer, samples, wanted, range_split=range_split,
+                      **{"int16" if mode == "int16" else "keep_float": set(keep)})
+        search.scored(label, keep, value)
+        return value
+
+    base = scored([], "int8 only")
     if base >= target:
-        return [], base, base
-    gains = sorted(((scored({name}), name) for name in candidates(g_float, mode)), reverse=True)
+        return [], base, base, False
+    gains = []
+    for name in names:
+        if search.out_of_time():
+            return search.best[1], search.best[0], base, True
+        gains.append((scored([name], f"{name} alone {what}"), name))
     kept: list[str] = []
     reached = base
-    for _, name in gains:
+    for _, name in sorted(gains, reverse=True):
+        if search.out_of_time():
+            return search.best[1], search.best[0], base, True
         kept.append(name)
-        reached = scored(set(kept))
+        reached = scored(kept, f"{len(kept)} layer(s) {what}, adding {name}")
         if reached >= target:
-            break
-    return kept, reached, base
+            return kept, reached, base, False
+    return search.best[1], search.best[0], base, False
 
 
 def choose_int4(g_float: Graph, observer: RangeObserver, samples: list[dict], target: float | None,
-                keep_float: set[str], int16: set[str]) -> tuple[list[str], float, float, float]:
+                keep_float: set[str], int16: set[str],
+                range_split: float | None = DEFAULT_FACTOR) -> tuple[list[str], float, float, float]:
     """`--weight-bits auto`: (int4 layers, cosine reached, all-int8 cosine, target). The layers in
     keep_float / int16 (chosen for --accuracy-target before) stay as they are."""
     samples = samples[:EVAL_SAMPLES]
@@ -85,7 +146,8 @@ def choose_int4(g_float: Graph, observer: RangeObserver, samples: list[dict], ta
     eligible = int4_candidates(probe)
 
     def cosine(int4: set[str]) -> float:
-        return score(g_float, observer, samples, wanted, keep_float=keep_float, int16=int16, int4=int4)
+        return score(g_float, observer, samples, wanted, keep_float=keep_float, int16=int16, int4=int4,
+                     range_split=range_split)
 
     base = cosine(set())
     goal = target if target is not None else base - AUTO_COSINE_DROP
@@ -108,7 +170,8 @@ def weight_axis(node, g: Graph) -> int:
 
 
 def choose_int4_scales(g_float: Graph, observer: RangeObserver, samples: list[dict] | None, names: list[str],
-                       keep_float: set[str] = frozenset(), int16: set[str] = frozenset()) -> list[str]:
+                       keep_float: set[str] = frozenset(), int16: set[str] = frozenset(),
+                       range_split: float | None = DEFAULT_FACTOR) -> list[str]:
     """The int4 layers' scale rule, measured: with every named layer int4, each in turn (model
     order) takes the least-squares clipped scales (ops/conv.py, int4_clip_scales) in
     Node.int4_scale when the model's cosine to the float model on the calibration data (as
@@ -123,7 +186,7 @@ def choose_int4_scales(g_float: Graph, observer: RangeObserver, samples: list[di
     samples = samples[:SCALE_SAMPLES]
     wanted = run_float_samples(g_float, samples)
     g = copy.deepcopy(g_float)
-    quantize_graph(g, observer, keep_float=keep_float, int16=int16, int4=set(names))
+    quantize_graph(g, observer, keep_float=keep_float, int16=int16, int4=set(names), range_split=range_split)
     runs = IntRuns(g, samples)
     reached = runs.cosine(g_float.outputs, wanted)
     clipping = []
@@ -177,10 +240,5 @@ class IntRuns:
 
     def cosine(self, outputs: list[str], wanted: list[dict]) -> float:
         """Mean cosine of the dequantized outputs with the float model's (as `score`)."""
-        cosines = []
-        for values, want in zip(self.values, wanted):
-            for name in outputs:
-                got = dequantize(values[name], *self.g.tensors[name].q.scalar())
-                a, b = got.ravel().astype(np.float64), want[name].ravel().astype(np.float64)
-                cosines.append(float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30)))
-        return float(np.mean(cosines))
+        got = [{name: dequantize_tensor(self.g, name, values[name]) for name in outputs} for values in self.values]
+        return judge(self.g, got, wanted)

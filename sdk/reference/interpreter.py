@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import ModelError
 from ..ir import Graph
 from ..kernels.requant import dequantize, quantize_float
+from ..kernels.segments import dequantize_entry
 from ..ops import get_op
 from ..ops.common import integer_node
 
@@ -76,5 +77,13 @@ def run_quantized_model(g: Graph, feeds: dict[str, np.ndarray]) -> tuple[dict, d
     q_feeds = {name: quantize_float(x, *g.tensors[name].q.scalar()) if quantized(name) else x
                for name, x in feeds.items()}
     q_out = run_int(g, q_feeds)
-    return q_out, {name: dequantize(v, *g.tensors[name].q.scalar()) if quantized(name) else v
-                   for name, v in q_out.items()}
+    return q_out, {name: dequantize_tensor(g, name, v) if quantized(name) else v for name, v in q_out.items()}
+
+
+def dequantize_tensor(g: Graph, name: str, q: np.ndarray) -> np.ndarray:
+    """A quantized tensor's codes -> float32 as the C API does: per tensor, or per segment (a range-split
+    output, quant/range_split.py)."""
+    t = g.tensors[name]
+    if t.segments is not None:
+        return dequantize_entry(q, {"shape": list(t.shape), **t.segments.as_manifest()})
+    return dequantize(q, *t.q.scalar())

@@ -153,7 +153,7 @@ def build_report(info: dict, profile: list[dict] | None = None) -> dict:
     memory = {key: info[key] for key in ("flash_bytes", "ram_bytes", "arena_bytes", "flash_budget", "ram_budget",
                                          "flash", "ram", "fits", "stack", "regions") if key in info}
     memory["summary"] = memory_summary(info)
-    return {
+    report = {
         "model": {"name": info["name"], "board": info["board"], "profile": info.get("profile"),
                   "precision": info["precision"], "inputs": info["inputs"], "outputs": info["outputs"],
                   "weight_bytes": info.get("weight_bytes"), "macs": sum(l["macs"] for l in layers),
@@ -169,6 +169,9 @@ def build_report(info: dict, profile: list[dict] | None = None) -> dict:
         "profiled": bool(profile),
         "fallbacks": info.get("fallbacks", []),
     }
+    if info.get("range_splits"):  # outputs that keep one scale per Concat input (quant/range_split.py)
+        report["range_splits"] = info["range_splits"]
+    return report
 
 
 def short_name(name: str, width: int = NAME_WIDTH) -> str:

@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import CuvilError, ModelError, TargetError
-from ..kernels.requant import dequantize
+from ..kernels.segments import dequantize_entry
 
 ERR_INDEX = 17  # <NAME>_ERR_INDEX (templates/common/model.h.j2)
 
@@ -80,7 +80,7 @@ def split_outputs(data: bytes, samples: int, sizes: Sequence[int], dtype) -> lis
 
 def decode_outputs(info: dict, raw: Sequence[np.ndarray], samples: int) -> list[dict[str, np.ndarray]]:
     """Per sample, {output name: array shaped as the output}. int8 outputs are dequantized with
-    the output's scale and zero point exactly as the generated C does; integer and bool outputs
+    the output's scale and zero point (or its segments') exactly as the generated C does; integer and bool outputs
     are as they are."""
     int8 = info["precision"] == "int8"
     outputs = []
@@ -88,7 +88,7 @@ def decode_outputs(info: dict, raw: Sequence[np.ndarray], samples: int) -> list[
         sample = {}
         for t, arr in zip(info["outputs"], raw):
             value = arr[i].reshape(t["shape"])
-            sample[t["name"]] = dequantize(value, t["scale"], t["zero_point"]) if int8 and not is_integer(t) else value
+            sample[t["name"]] = dequantize_entry(value, t) if int8 and not is_integer(t) else value
         outputs.append(sample)
     return outputs
 
