@@ -548,12 +548,6 @@ def check_node_types(model, node) -> None:
                                  f"the plugin declares {dtype}")
 
 
-def unknown_op_message(node) -> str:
-    name = node.name or node.op_type
-    return (f"node '{name}' ({node.domain}::{node.op_type}): no such operator; provide it with --plugin FILE.py "
-            f"(see docs/custom_ops.md)")
-
-
 # ---------------------------------------------------------------- loading
 
 
