@@ -21,6 +21,7 @@ from ..plugins import check_node_types, op_key
 from ..profiles import Profile
 from ..quant.qdq_import import has_qdq, import_qdq
 from ..passes.constant_folding import NEVER_FOLD
+from .control_flow import control_flow_message, fold_static_control_flow, pin_inputs
 from .safety import (CONTROL_FLOW_OPS, check_external_data, first_line, load_external_data, map_external_initializers,
                      read_model_file)
 from .support import refuse_unsupported_ops
@@ -46,12 +47,16 @@ def parse_input_shapes(specs: list[str] | None) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[str, tuple[int, ...]]) -> Graph:
+def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[str, tuple[int, ...]],
+               input_values: dict[str, float | int | bool] | None = None) -> Graph:
     model = read_model_file(path)
     check_external_data(model, path.parent)
     # weights in external files are mapped, not copied (a model to upgrade is converted whole)
     mapped = map_external_initializers(model, path.parent) if opset_of(model) >= TARGET_OPSET else {}
     load_external_data(model, path.parent)
+    if input_values:  # pinned inputs become constants, and the control flow on them folds
+        pin_inputs(model, input_values, input_shapes)
+    fold_static_control_flow(model)
     refuse_control_flow(model, profile)
     refuse_broken_graph(model)
     refuse_unsupported_ops(model, opset_of(model))
@@ -76,10 +81,12 @@ def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[st
 
 
 def refuse_control_flow(model: onnx.ModelProto, profile: Profile) -> None:
+    """Control flow left after folding (loader: fold_static_control_flow) is refused; an If whose
+    condition depends on inputs names them and the --input-value that would fold it."""
     for node in model.graph.node:
         if node.op_type in CONTROL_FLOW_OPS:
             rule = "" if profile.allow_control_flow else f" (the '{profile.name}' profile forbids control flow)"
-            raise ModelError(f"node '{node.name or node.op_type}' ({node.op_type}): control flow is not supported{rule}")
+            raise ModelError(control_flow_message(model, node, rule))
 
 
 def refuse_broken_graph(model: onnx.ModelProto) -> None:

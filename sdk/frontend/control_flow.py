@@ -1,0 +1,282 @@
+"""Pinned inputs (--input-value NAME=VALUE) and the control flow they make static.
+
+A model exported "for runtimes without control flow" may still keep one `If` whose condition
+depends only on a scalar input the user knows in advance (Silero's voice-activity detector
+branches on the sample rate around its whole net). Pinning that input makes it a constant;
+an `If` whose condition is then computable from constants is replaced by the nodes of the
+branch it takes. This works on the ONNX protobuf, before the checker and the IR: the IR has
+no subgraphs, and the taken branch is then checked like any other part of the model.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ..errors import ModelError, UsageError
+from .safety import CONTROL_FLOW_OPS, first_line
+
+VALUE = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?|true|false", re.IGNORECASE)
+
+
+def parse_input_values(specs: list[str] | None) -> dict[str, float | int | bool]:
+    """--input-value NAME=VALUE (repeatable) -> {NAME: number}: an integer, a float, or
+    true/false."""
+    values: dict[str, float | int | bool] = {}
+    for spec in specs or []:
+        name, sep, text = str(spec).rpartition("=")
+        text = text.strip()
+        if not sep or not name or not VALUE.fullmatch(text):
+            raise UsageError(f"--input-value '{spec}' must look like NAME=VALUE (a number, true or false), "
+                             f"e.g. sr=16000")
+        lowered = text.lower()
+        if lowered in ("true", "false"):
+            values[name] = lowered == "true"
+        elif re.fullmatch(r"[-+]?\d+", text):
+            values[name] = int(text)
+        else:
+            values[name] = float(text)
+    return values
+
+
+def input_value_specs(value: Any) -> list[str]:
+    """input_value as "NAME=VALUE", a list of those, or {name: value} (the Python API, cuvil.toml)."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in value.items()]
+    raise UsageError(f"input_value must be 'NAME=VALUE', a list of those or a dict, not {type(value).__name__}")
+
+
+def pin_inputs(model: onnx.ModelProto, values: dict[str, float | int | bool],
+               shapes: dict[str, tuple[int, ...]]) -> None:
+    """Each pinned input becomes an initializer of its element type and (one-value) shape, and
+    stops being a model input."""
+    inputs = {i.name: i for i in model.graph.input}
+    initializers = {t.name for t in model.graph.initializer}
+    unknown = sorted(n for n in values if n not in inputs or n in initializers)
+    if unknown:
+        raise UsageError(f"--input-value names no model input: {', '.join(unknown)}")
+    for name, value in values.items():
+        array = pinned_array(inputs[name], value, shapes.get(name))
+        model.graph.input.remove(inputs[name])
+        model.graph.initializer.append(numpy_helper.from_array(array, name))
+
+
+def pinned_array(inp: onnx.ValueInfoProto, value: float | int | bool, shape: tuple[int, ...] | None) -> np.ndarray:
+    """The constant of a pinned input: its own element type, its shape (dynamic dims as 1),
+    refused when that holds more than one value or the value does not fit the type."""
+    elem = inp.type.tensor_type.elem_type
+    try:
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+    except Exception:
+        raise UsageError(f"--input-value {inp.name}: the input's element type cannot be pinned") from None
+    if shape is None:
+        shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1
+                      for d in inp.type.tensor_type.shape.dim)
+    if int(np.prod(shape, dtype=np.int64)) != 1:
+        raise UsageError(f"--input-value {inp.name}: the input has shape {list(shape)}; only a scalar input "
+                         f"(one value) can be pinned")
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if float(value) != int(value) or not info.min <= int(value) <= info.max:
+            raise UsageError(f"--input-value {inp.name}={value}: not a value of the input's type {dtype.name}")
+        return np.full(shape, int(value), dtype)
+    if dtype.kind == "b":
+        if value not in (0, 1):
+            raise UsageError(f"--input-value {inp.name}={value}: the input is bool (true, false, 1 or 0)")
+        return np.full(shape, bool(value), dtype)
+    if dtype.kind != "f":
+        raise UsageError(f"--input-value {inp.name}: the input's element type {dtype.name} cannot be pinned")
+    return np.full(shape, value, dtype)
+
+
+# ---------------------------------------------------------------- folding If
+
+
+def fold_static_control_flow(model: onnx.ModelProto) -> None:
+    """Replace every `If` whose condition is computable from constants by its taken branch,
+    until none is left (a branch may hold an `If` of its own)."""
+    while True:
+        for k, node in enumerate(model.graph.node):
+            if node.op_type != "If" or node.domain not in ("", "ai.onnx"):
+                continue
+            cond = constant_value(model, node.input[0])
+            if cond is None:
+                continue
+            if cond.size != 1:
+                raise ModelError(f"node '{node.name or 'If'}' (If): its condition has {cond.size} values, not one")
+            branch = attribute_graph(node, "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch")
+            inline_branch(model, k, branch)
+            break
+        else:
+            return
+
+
+def attribute_graph(node: onnx.NodeProto, name: str) -> onnx.GraphProto:
+    for attr in node.attribute:
+        if attr.name == name:
+            return attr.g
+    raise ModelError(f"node '{node.name or node.op_type}' (If) has no {name}")
+
+
+def backward_slice(model: onnx.ModelProto, name: str) -> tuple[list[onnx.NodeProto], set[str]]:
+    """The nodes that `name` depends on (in model order) and the model inputs it depends on."""
+    producer = {o: n for n in model.graph.node for o in n.output if o}
+    initializers = {t.name for t in model.graph.initializer}
+    runtime = {i.name for i in model.graph.input} - initializers
+    needed, inputs, todo = set(), set(), [name]
+    while todo:
+        t = todo.pop()
+        if t in runtime:
+            inputs.add(t)
+        if not t or t in initializers or t not in producer:
+            continue
+        node = producer[t]
+        if id(node) in needed:
+            continue
+        needed.add(id(node))
+        todo.extend(node.input)
+        todo.extend(outer_names(node))
+    return [n for n in model.graph.node if id(n) in needed], inputs
+
+
+def outer_names(node: onnx.NodeProto) -> list[str]:
+    """Names a node's subgraphs read from the enclosing scope (every input name they use)."""
+    names = []
+    for attr in node.attribute:
+        for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+            for inner in sub.node:
+                names.extend(inner.input)
+                names.extend(outer_names(inner))
+    return names
+
+
+def constant_value(model: onnx.ModelProto, name: str) -> np.ndarray | None:
+    """The value of tensor `name` when it depends on constants only (initializers, Constant
+    nodes, pinned inputs), evaluated with ONNX's reference evaluator; None otherwise."""
+    nodes, inputs = backward_slice(model, name)
+    if inputs:
+        return None
+    init = {t.name: t for t in model.graph.initializer}
+    if name in init:
+        return numpy_helper.to_array(init[name])
+    if not nodes:
+        return None
+    used = {i for n in nodes for i in list(n.input) + outer_names(n)}
+    graph = helper.make_graph(nodes, "condition", [], [helper.make_tensor_value_info(name, 0, None)],
+                              [init[t] for t in used if t in init])
+    probe = helper.make_model(graph, opset_imports=list(model.opset_import), ir_version=model.ir_version)
+    try:
+        from onnx.reference import ReferenceEvaluator
+        return np.asarray(ReferenceEvaluator(probe).run(None, {})[0])
+    except Exception as exc:  # the reference evaluator raises many types for what it cannot run
+        raise ModelError(f"tensor '{name}' (the condition of an If) cannot be evaluated at compile time: "
+                         f"{first_line(exc)}") from None
+
+
+def defined_names(graph: onnx.GraphProto) -> set[str]:
+    """Every tensor name a graph defines at its top level (inputs, initializers, node outputs)."""
+    names = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    return names | {o for n in graph.node for o in n.output if o}
+
+
+def inline_branch(model: onnx.ModelProto, at: int, branch: onnx.GraphProto) -> None:
+    """Put the nodes and initializers of `branch` in place of the If node at index `at`: the
+    branch's outputs become the If's outputs (renamed where a branch node produces them, else
+    copied by an Identity); branch names that the model already uses are renamed apart."""
+    node = model.graph.node[at]
+    taken = defined_names(model.graph) | all_names(model.graph)
+    local = defined_names(branch)
+    rename = {}
+    for n in sorted(local):
+        if n in taken:
+            rename[n] = unique_name(f"{node.name or 'If'}/{n}", taken)
+            taken.add(rename[n])
+    produced = {o for n in branch.node for o in n.output if o}
+    out_names = [o.name for o in branch.output]
+    for out, target in zip(branch.output, node.output):
+        if out.name in produced and out_names.count(out.name) == 1:  # the producer writes the If's output
+            rename[out.name] = target
+    nodes = []
+    for inner in branch.node:
+        copy = onnx.NodeProto()
+        copy.CopyFrom(inner)
+        rename_in_node(copy, rename)
+        nodes.append(copy)
+    for out, target in zip(branch.output, node.output):
+        source = rename.get(out.name, out.name)
+        if source != target:
+            nodes.append(helper.make_node("Identity", [source], [target], name=f"{node.name or 'If'}/{target}"))
+    for t in branch.initializer:
+        copy = onnx.TensorProto()
+        copy.CopyFrom(t)
+        copy.name = rename.get(t.name, t.name)
+        model.graph.initializer.append(copy)
+    del model.graph.node[at]
+    for k, inner in enumerate(nodes):
+        model.graph.node.insert(at + k, inner)
+
+
+def all_names(graph: onnx.GraphProto) -> set[str]:
+    names = defined_names(graph) | {o.name for o in graph.output}
+    for n in graph.node:
+        names.update(n.input)
+        for attr in n.attribute:
+            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                names |= all_names(sub)
+    return names
+
+
+def unique_name(hint: str, taken: set[str]) -> str:
+    name, k = hint, 0
+    while name in taken:
+        k += 1
+        name = f"{hint}_{k}"
+    return name
+
+
+def rename_in_node(node: onnx.NodeProto, rename: dict[str, str]) -> None:
+    """Rename inputs and outputs, and the outer-scope names the node's own subgraphs read."""
+    node.input[:] = [rename.get(i, i) for i in node.input]
+    node.output[:] = [rename.get(o, o) for o in node.output]
+    for attr in node.attribute:
+        for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+            inner_defined = defined_names(sub)
+            outer = {k: v for k, v in rename.items() if k not in inner_defined}
+            for inner in sub.node:
+                rename_in_node(inner, outer)
+            for out in sub.output:
+                if out.name in outer:
+                    out.name = outer[out.name]
+
+
+def control_flow_inputs(model: onnx.ModelProto, node: onnx.NodeProto) -> list[str]:
+    """The model inputs that a control-flow node's condition (If) or trip count and condition
+    (Loop) depend on: pinning them may make the node static."""
+    names = [node.input[0]] if node.op_type == "If" else [i for i in node.input[:2] if i]
+    found: set[str] = set()
+    for name in names:
+        found |= backward_slice(model, name)[1]
+    return sorted(found)
+
+
+def control_flow_message(model: onnx.ModelProto, node: onnx.NodeProto, rule: str) -> str:
+    inputs = control_flow_inputs(model, node) if node.op_type in ("If", "Loop") else []
+    hint = ""
+    if node.op_type == "If" and inputs:
+        pins = " ".join(f"--input-value {n}=VALUE" for n in inputs)
+        hint = f"; its condition depends on input{'s' if len(inputs) > 1 else ''} " \
+               f"{', '.join(repr(n) for n in inputs)}: pin {'them' if len(inputs) > 1 else 'it'} with {pins}"
+    return f"node '{node.name or node.op_type}' ({node.op_type}): control flow is not supported{rule}{hint}"
+
+
+__all__ = ["parse_input_values", "input_value_specs", "pin_inputs", "fold_static_control_flow",
+           "control_flow_message", "CONTROL_FLOW_OPS"]
