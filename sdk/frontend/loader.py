@@ -13,6 +13,7 @@ from ..errors import ModelError, UsageError
 from ..ir import Graph, Node, Tensor
 from ..ops import REGISTRY
 from ..ops.static import compile_time_inputs
+from ..passes.clip_bounds import clip_bounds_to_min_max
 from ..passes.compare_select import compare_select_to_min_max
 from ..passes.dropout import split_dropout_mask
 from ..passes.empty_tensors import drop_empty_tensors
@@ -75,6 +76,7 @@ def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[st
         import_qdq(graph)
     layers_1d_to_2d(graph)
     compare_select_to_min_max(graph)
+    clip_bounds_to_min_max(graph)
     infer_shapes(graph, board)
     refuse_infinite_weights(graph)
     return graph
