@@ -671,7 +671,8 @@ def describe_ops() -> dict:
             continue
         spec = OPS.get(key)
         if spec is None:
-            rows.append({"op": key, "domain": "ai.onnx", "source": "built-in", "int8": int8_rule_text(op),
+            domain, _, name = key.rpartition("::")  # built-in ops of other domains: com.microsoft::...
+            rows.append({"op": name, "domain": domain or "ai.onnx", "source": "built-in", "int8": int8_rule_text(op),
                          "kernel_sets": builtin_kernel_sets(op)})
         else:
             sets = sorted({k.kernel_set for k in spec.kernels})

@@ -20,6 +20,7 @@ from ..passes.empty_tensors import drop_empty_tensors
 from ..passes.layers_1d import layers_1d_to_2d
 from ..plugins import check_node_types, op_key
 from ..profiles import Profile
+from ..quant.dynamic_import import has_dynamic_quant, import_dynamic
 from ..quant.qdq_import import has_qdq, import_qdq
 from ..passes.constant_folding import NEVER_FOLD
 from .control_flow import control_flow_message, fold_static_control_flow, pin_inputs
@@ -74,6 +75,9 @@ def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[st
     if has_qdq(graph):
         # QDQ markers go before shape checks: ops must see their weights as constants
         import_qdq(graph)
+    if has_dynamic_quant(graph):
+        # quantize_dynamic's integer layers become float layers of dequantized weights
+        import_dynamic(graph)
     layers_1d_to_2d(graph)
     compare_select_to_min_max(graph)
     clip_bounds_to_min_max(graph)

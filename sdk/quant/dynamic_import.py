@@ -1,0 +1,139 @@
+"""Import a model quantized by ONNX Runtime's dynamic quantizer (`quantize_dynamic`).
+
+quantize_dynamic writes each quantized MatMul and Conv as
+
+    xq, xs, xz = DynamicQuantizeLinear(x)             # uint8, a scale computed per inference
+    acc = MatMulInteger(xq, Wq, xz, Wz)               # or ConvInteger: int32
+    y = Mul(Cast(acc, to=float), Mul(xs, Ws))         # dequantized
+
+and y = ((xq - xz) @ (Wq - Wz)) * xs * Ws, where (xq - xz) * xs is x rounded to its own
+run-time scale. This import rewrites the chain into y = x @ ((Wq - Wz) * Ws): the model's
+int8 weights dequantized, a float MatMul/Conv (the x scale cancels), so the model then builds
+like a float model (fp32, or int8 by calibration). The result differs from ONNX Runtime's
+only by ORT's rounding of x to 8 bits: its own quantization error. com.microsoft's
+DynamicQuantizeMatMul and MatMulIntegerToFloat (the fused forms ORT's optimizer writes) are
+the same chain in one node, plus a bias.
+
+A chain in another layout (a zero point that is not the DynamicQuantizeLinear's, weights
+computed at run time, a scale Mul without the x scale) is left alone and then refused by the
+op's check (ops/dynamic_quant.py), naming the node.
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+
+from ..ir import Graph, Node
+
+LAYERS = {"MatMulInteger": "MatMul", "ConvInteger": "Conv"}
+FUSED = ("com.microsoft::DynamicQuantizeMatMul", "com.microsoft::MatMulIntegerToFloat")
+DYNAMIC_OPS = ("DynamicQuantizeLinear", *LAYERS, *FUSED)
+
+
+def has_dynamic_quant(g: Graph) -> bool:
+    return any(n.op in DYNAMIC_OPS for n in g.nodes)
+
+
+def import_dynamic(g: Graph) -> None:
+    for node in [n for n in g.nodes if n.op in LAYERS]:
+        import_integer_layer(g, node)
+    for node in [n for n in g.nodes if n.op in FUSED]:
+        import_fused(g, node)
+    g.remove_unused()
+
+
+def input_at(node: Node, index: int) -> str:
+    return node.inputs[index] if len(node.inputs) > index else ""
+
+
+def only_consumer(g: Graph, name: str, op: str) -> Node | None:
+    users = g.consumers(name)
+    if name in g.outputs or len(users) != 1 or users[0].op != op:
+        return None
+    return users[0]
+
+
+def quantizer_of(g: Graph, quantized: str, zero_point: str, scale: str | None = None) -> Node | None:
+    """The DynamicQuantizeLinear that wrote `quantized`, when `zero_point` (and `scale`) are its."""
+    dq = g.producer(quantized)
+    if dq is None or dq.op != "DynamicQuantizeLinear" or dq.outputs[0] != quantized or zero_point != dq.outputs[2]:
+        return None
+    return dq if scale is None or scale == dq.outputs[1] else None
+
+
+def dequantized_weight(g: Graph, node: Node, w: str, zp: str, scale: np.ndarray, conv: bool) -> np.ndarray | None:
+    """(W - zp) * scale in float32: per tensor, per column (MatMul) or per output channel (Conv,
+    zero point [M], scale [M] or [M, 1, 1]); None when a part is not a constant of that form."""
+    data = g.const(w)
+    zero = np.zeros((), np.int64) if not zp else g.const(zp)
+    if data is None or zero is None or data.dtype not in (np.int8, np.uint8):
+        return None
+    channels = data.shape[0] if conv else data.shape[-1]
+    shape = (-1,) + (1,) * (data.ndim - 1) if conv else (-1,)
+    parts = []
+    for part in (zero.astype(np.float64), scale.astype(np.float64)):
+        if part.size == 1:
+            parts.append(part.reshape(()))
+        elif part.size == channels and (not conv or part.shape in ((channels,), (channels, 1, 1))):
+            parts.append(part.reshape(shape))
+        else:
+            return None
+    return ((data.astype(np.float64) - parts[0]) * parts[1]).astype(np.float32)
+
+
+def weight_scale(g: Graph, scales: str, x_scale: str) -> np.ndarray | None:
+    """The weight's scale from the Mul(x scale, W scale) that quantize_dynamic writes."""
+    mul = g.producer(scales)
+    if mul is None or mul.op != "Mul" or x_scale not in mul.inputs:
+        return None
+    other = [i for i in mul.inputs if i != x_scale]
+    return g.const(other[0]) if len(other) == 1 else None
+
+
+def import_integer_layer(g: Graph, layer: Node) -> None:
+    x_q, w, x_zp, w_zp = (input_at(layer, k) for k in range(4))
+    dq = quantizer_of(g, x_q, x_zp)
+    cast = only_consumer(g, layer.outputs[0], "Cast")
+    if dq is None or cast is None or int(cast.attrs.get("to", 0)) != onnx.TensorProto.FLOAT:
+        return
+    mul = only_consumer(g, cast.outputs[0], "Mul")
+    if mul is None:
+        return
+    scales = [i for i in mul.inputs if i != cast.outputs[0]]
+    scale = weight_scale(g, scales[0], dq.outputs[1]) if len(scales) == 1 else None
+    if scale is None:
+        return
+    weight = dequantized_weight(g, layer, w, w_zp, scale, conv=layer.op == "ConvInteger")
+    if weight is None:
+        return
+    attrs = dict(layer.attrs) if layer.op == "ConvInteger" else {}
+    float_layer = Node(LAYERS[layer.op], layer.name, [dq.inputs[0], g.add_const(f"{layer.name}_weight", weight)],
+                       list(mul.outputs), attrs)
+    g.nodes[g.nodes.index(mul)] = float_layer
+    g.nodes.remove(cast)
+    g.nodes.remove(layer)
+
+
+def import_fused(g: Graph, node: Node) -> None:
+    """DynamicQuantizeMatMul(A, B, b_scale, b_zp, bias) and MatMulIntegerToFloat(A_q, B, a_scale,
+    b_scale, a_zp, b_zp, bias) -> MatMul(A, dequantized B) (+ bias)."""
+    if node.op.endswith("DynamicQuantizeMatMul"):
+        x, w, w_scale, w_zp, bias = (input_at(node, k) for k in range(5))
+    else:
+        x_q, w, x_scale, w_scale, x_zp, w_zp, bias = (input_at(node, k) for k in range(7))
+        dq = quantizer_of(g, x_q, x_zp, x_scale)
+        if dq is None:
+            return
+        x = dq.inputs[0]
+    scale = g.const(w_scale)
+    weight = None if scale is None else dequantized_weight(g, node, w, w_zp, scale, conv=False)
+    if weight is None or (bias and g.const(bias) is None):
+        return
+    out = node.outputs[0]
+    product = g.add_tensor(f"{node.name}_matmul", ()) if bias else out
+    nodes = [Node("MatMul", f"{node.name}/matmul" if bias else node.name,
+                  [x, g.add_const(f"{node.name}_weight", weight)], [product])]
+    if bias:
+        nodes.append(Node("Add", node.name, [product, bias], [out]))
+    at = g.nodes.index(node)
+    g.nodes[at:at + 1] = nodes
