@@ -124,6 +124,74 @@ def test_vad_builds_fp32_and_int8_for_the_host_with_the_sample_rate_pinned(tmp_p
         np.testing.assert_allclose(got[name], want[name], atol=0.08, err_msg=name)  # within int8's error
 
 
+def shape_if_model(path: Path) -> Path:
+    """y = x * 2 when x has 512 columns, else x * 3: an If on Equal(Shape(x)[1], 512), x [1, N]."""
+    def branch(tag: str, factor: float) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node("Mul", ["x", f"{tag}_k"], [f"{tag}_y"], name=f"{tag}_mul")], tag, [],
+                                 [helper.make_tensor_value_info(f"{tag}_y", TensorProto.FLOAT, None)],
+                                 [numpy_helper.from_array(np.array(factor, np.float32), f"{tag}_k")])
+    nodes = [helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+             helper.make_node("Gather", ["shape", "one"], ["columns"], name="columns", axis=0),
+             helper.make_node("Equal", ["columns", "k512"], ["wide"], name="wide"),
+             helper.make_node("If", ["wide"], ["y"], name="If_shape", then_branch=branch("wide", 2.0),
+                              else_branch=branch("narrow", 3.0))]
+    inits = [numpy_helper.from_array(np.array(1, np.int64), "one"), numpy_helper.from_array(np.array(512, np.int64),
+                                                                                          "k512")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "N"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "N"])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path
+
+
+def test_an_if_on_an_input_shape_folds_once_input_shape_fixes_it(tmp_path):
+    path = shape_if_model(tmp_path / "m.onnx")
+    with pytest.raises(ModelError, match=r"^node 'If_shape' \(If\): control flow is not supported .*; its condition "
+                                         r"reads the shape of 'x': fix it with --input-shape$"):
+        load_model(path, PROFILE, BOARD, {})
+    for columns, factor in ((512, 2.0), (256, 3.0)):
+        g = load_model(path, PROFILE, BOARD, {"x": (1, columns)})
+        x = np.random.default_rng(columns).standard_normal((1, columns)).astype(np.float32)
+        np.testing.assert_array_equal(run_float(g, {"x": x})["y"], x * np.float32(factor))
+        np.testing.assert_array_equal(ort_run(path, {"x": x})["y"], x * np.float32(factor))
+
+
+def nested_if_model(path: Path) -> Path:
+    """An If on mode == 1 whose then branch holds another If on mode > 0, each branch defining a
+    tensor named 'tmp' as the main graph does after them."""
+    def leaf(tag: str, factor: float) -> onnx.GraphProto:
+        nodes = [helper.make_node("Mul", ["x", f"{tag}_k"], ["tmp"], name=f"{tag}_mul"),
+                 helper.make_node("Relu", ["tmp"], [f"{tag}_y"], name=f"{tag}_relu")]
+        return helper.make_graph(nodes, tag, [], [helper.make_tensor_value_info(f"{tag}_y", TensorProto.FLOAT, None)],
+                                 [numpy_helper.from_array(np.array(factor, np.float32), f"{tag}_k")])
+    inner = helper.make_graph([helper.make_node("Greater", ["mode", "zero"], ["positive"], name="positive"),
+                               helper.make_node("If", ["positive"], ["inner_y"], name="If_inner",
+                                                then_branch=leaf("a", 2.0), else_branch=leaf("b", 3.0))],
+                              "inner", [], [helper.make_tensor_value_info("inner_y", TensorProto.FLOAT, None)])
+    nodes = [helper.make_node("Equal", ["mode", "one"], ["is_one"], name="is_one"),
+             helper.make_node("If", ["is_one"], ["branch_y"], name="If_outer", then_branch=inner,
+                              else_branch=leaf("c", 5.0)),
+             helper.make_node("Neg", ["branch_y"], ["tmp"], name="neg"),
+             helper.make_node("Abs", ["tmp"], ["y"], name="abs")]
+    inits = [numpy_helper.from_array(np.array(1, np.int32), "one"), numpy_helper.from_array(np.array(0, np.int32),
+                                                                                          "zero")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                                       helper.make_tensor_value_info("mode", TensorProto.INT32, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path
+
+
+@pytest.mark.parametrize("mode, factor", [(1, 2.0), (0, 5.0)])
+def test_nested_ifs_fold_and_branch_names_are_kept_apart(tmp_path, mode, factor):
+    path = nested_if_model(tmp_path / "m.onnx")
+    g = load_model(path, PROFILE, BOARD, {}, {"mode": mode})
+    assert g.inputs == ["x"] and not any(n.op == "If" for n in g.nodes)
+    x = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+    want = ort_run(path, {"x": x, "mode": np.array([mode], np.int32)})["y"]
+    np.testing.assert_array_equal(run_float(g, {"x": x})["y"], want)
+    np.testing.assert_array_equal(want, np.abs(np.maximum(x * np.float32(factor), 0)))
+
+
 @pytest.mark.parametrize("spec, message", [
     ("sr=16000.5", r"--input-value sr=16000.5: not a value of the input's type int64"),
     ("x=1", r"--input-value x: the input has shape \[1, 256\]; only a scalar input \(one value\) can be pinned"),

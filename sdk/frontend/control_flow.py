@@ -101,14 +101,16 @@ def pinned_array(inp: onnx.ValueInfoProto, value: float | int | bool, shape: tup
 # ---------------------------------------------------------------- folding If
 
 
-def fold_static_control_flow(model: onnx.ModelProto) -> None:
-    """Replace every `If` whose condition is computable from constants by its taken branch,
-    until none is left (a branch may hold an `If` of its own)."""
+def fold_static_control_flow(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None) -> None:
+    """Replace every `If` whose condition is computable from constants (and from the static
+    shapes of inputs: `Shape(x)`, --input-shape) by its taken branch, until none is left (a
+    branch may hold an `If` of its own)."""
+    shapes = static_input_shapes(model, input_shapes or {})
     while True:
         for k, node in enumerate(model.graph.node):
             if node.op_type != "If" or node.domain not in ("", "ai.onnx"):
                 continue
-            cond = constant_value(model, node.input[0])
+            cond = constant_value(model, node.input[0], shapes)
             if cond is None:
                 continue
             if cond.size != 1:
@@ -127,25 +129,47 @@ def attribute_graph(node: onnx.NodeProto, name: str) -> onnx.GraphProto:
     raise ModelError(f"node '{node.name or node.op_type}' (If) has no {name}")
 
 
-def backward_slice(model: onnx.ModelProto, name: str) -> tuple[list[onnx.NodeProto], set[str]]:
-    """The nodes that `name` depends on (in model order) and the model inputs it depends on."""
+def static_input_shapes(model: onnx.ModelProto, overrides: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    """The run-time inputs whose shape is known: fixed by --input-shape, or wholly static in the
+    model (every dim a value >= 0)."""
+    shapes = {}
+    for inp in model.graph.input:
+        dims = inp.type.tensor_type.shape.dim
+        if inp.name in overrides:
+            shapes[inp.name] = tuple(overrides[inp.name])
+        elif inp.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") and d.dim_value >= 0
+                                                             for d in dims):
+            shapes[inp.name] = tuple(d.dim_value for d in dims)
+    return shapes
+
+
+# ops that read only their input's shape: a run-time input of static shape is no value for them
+SHAPE_READERS = ("Shape", "Size")
+
+
+def backward_slice(model: onnx.ModelProto, name: str) -> tuple[list[onnx.NodeProto], set[str], set[str]]:
+    """The nodes that `name` depends on (in model order), the model inputs whose values it
+    depends on, and those whose shape only it reads (through Shape or Size)."""
     producer = {o: n for n in model.graph.node for o in n.output if o}
     initializers = {t.name for t in model.graph.initializer}
     runtime = {i.name for i in model.graph.input} - initializers
-    needed, inputs, todo = set(), set(), [name]
+    needed, values, shaped, todo = set(), set(), set(), [name]
     while todo:
         t = todo.pop()
         if t in runtime:
-            inputs.add(t)
+            values.add(t)
         if not t or t in initializers or t not in producer:
             continue
         node = producer[t]
         if id(node) in needed:
             continue
         needed.add(id(node))
+        if node.op_type in SHAPE_READERS and node.input[0] in runtime:
+            shaped.add(node.input[0])
+            continue
         todo.extend(node.input)
         todo.extend(outer_names(node))
-    return [n for n in model.graph.node if id(n) in needed], inputs
+    return [n for n in model.graph.node if id(n) in needed], values, shaped
 
 
 def outer_names(node: onnx.NodeProto) -> list[str]:
@@ -159,11 +183,14 @@ def outer_names(node: onnx.NodeProto) -> list[str]:
     return names
 
 
-def constant_value(model: onnx.ModelProto, name: str) -> np.ndarray | None:
+def constant_value(model: onnx.ModelProto, name: str, shapes: dict[str, tuple[int, ...]] | None = None
+                   ) -> np.ndarray | None:
     """The value of tensor `name` when it depends on constants only (initializers, Constant
-    nodes, pinned inputs), evaluated with ONNX's reference evaluator; None otherwise."""
-    nodes, inputs = backward_slice(model, name)
-    if inputs:
+    nodes, pinned inputs, static input shapes), evaluated with ONNX's reference evaluator; None
+    otherwise."""
+    shapes = shapes or {}
+    nodes, values, shaped = backward_slice(model, name)
+    if values or not shaped <= set(shapes):
         return None
     init = {t.name: t for t in model.graph.initializer}
     if name in init:
@@ -171,12 +198,16 @@ def constant_value(model: onnx.ModelProto, name: str) -> np.ndarray | None:
     if not nodes:
         return None
     used = {i for n in nodes for i in list(n.input) + outer_names(n)}
-    graph = helper.make_graph(nodes, "condition", [], [helper.make_tensor_value_info(name, 0, None)],
-                              [init[t] for t in used if t in init])
+    inputs = {i.name: i for i in model.graph.input}
+    # an input read only for its shape is fed zeros of that shape: Shape and Size see no values
+    feeds = {n: np.zeros(shapes[n], helper.tensor_dtype_to_np_dtype(inputs[n].type.tensor_type.elem_type))
+             for n in shaped}
+    graph = helper.make_graph(nodes, "condition", [inputs[n] for n in shaped],
+                              [helper.make_tensor_value_info(name, 0, None)], [init[t] for t in used if t in init])
     probe = helper.make_model(graph, opset_imports=list(model.opset_import), ir_version=model.ir_version)
     try:
         from onnx.reference import ReferenceEvaluator
-        return np.asarray(ReferenceEvaluator(probe).run(None, {})[0])
+        return np.asarray(ReferenceEvaluator(probe).run(None, feeds)[0])
     except Exception as exc:  # the reference evaluator raises many types for what it cannot run
         raise ModelError(f"tensor '{name}' (the condition of an If) cannot be evaluated at compile time: "
                          f"{first_line(exc)}") from None
@@ -258,24 +289,23 @@ def rename_in_node(node: onnx.NodeProto, rename: dict[str, str]) -> None:
                     out.name = outer[out.name]
 
 
-def control_flow_inputs(model: onnx.ModelProto, node: onnx.NodeProto) -> list[str]:
-    """The model inputs that a control-flow node's condition (If) or trip count and condition
-    (Loop) depend on: pinning them may make the node static."""
-    names = [node.input[0]] if node.op_type == "If" else [i for i in node.input[:2] if i]
-    found: set[str] = set()
-    for name in names:
-        found |= backward_slice(model, name)[1]
-    return sorted(found)
-
-
 def control_flow_message(model: onnx.ModelProto, node: onnx.NodeProto, rule: str) -> str:
-    inputs = control_flow_inputs(model, node) if node.op_type in ("If", "Loop") else []
-    hint = ""
-    if node.op_type == "If" and inputs:
-        pins = " ".join(f"--input-value {n}=VALUE" for n in inputs)
-        hint = f"; its condition depends on input{'s' if len(inputs) > 1 else ''} " \
-               f"{', '.join(repr(n) for n in inputs)}: pin {'them' if len(inputs) > 1 else 'it'} with {pins}"
-    return f"node '{node.name or node.op_type}' ({node.op_type}): control flow is not supported{rule}{hint}"
+    """The refusal of control flow left after folding; for an If, the inputs its condition
+    depends on and the option that would make it static (--input-value for a value,
+    --input-shape for a shape read by Shape or Size)."""
+    hints = []
+    if node.op_type == "If":
+        _, values, shaped = backward_slice(model, node.input[0])
+        if values:
+            pins = " ".join(f"--input-value {n}=VALUE" for n in sorted(values))
+            hints.append(f"its condition depends on input{'s' if len(values) > 1 else ''} "
+                         f"{', '.join(repr(n) for n in sorted(values))}: pin {'them' if len(values) > 1 else 'it'} "
+                         f"with {pins}")
+        if shaped:
+            hints.append(f"its condition reads the shape of {', '.join(repr(n) for n in sorted(shaped))}: fix it "
+                         f"with --input-shape")
+    return f"node '{node.name or node.op_type}' ({node.op_type}): control flow is not supported{rule}" + \
+        "".join(f"; {h}" for h in hints)
 
 
 __all__ = ["parse_input_values", "input_value_specs", "pin_inputs", "fold_static_control_flow",

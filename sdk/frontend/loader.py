@@ -58,7 +58,7 @@ def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[st
     load_external_data(model, path.parent)
     if input_values:  # pinned inputs become constants, and the control flow on them folds
         pin_inputs(model, input_values, input_shapes)
-    fold_static_control_flow(model)
+    fold_static_control_flow(model, input_shapes)
     refuse_control_flow(model, profile)
     refuse_broken_graph(model)
     refuse_unsupported_ops(model, opset_of(model))
