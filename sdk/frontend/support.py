@@ -49,6 +49,8 @@ def is_supported(node: onnx.NodeProto, opset: int) -> bool:
 
 
 def hint(domain: str, op_type: str) -> str:
+    if domain == "ai.onnx" and op_type in ("QLinearConv", "QLinearMatMul"):
+        return QOPERATOR_HINT
     if domain == "ai.onnx" and op_type in DYNAMIC_SHAPE_OPS:
         return (f"its output's shape is {DYNAMIC_SHAPE_OPS[op_type]} at run time (a dynamic output shape); "
                 f"static shapes are required")
