@@ -66,7 +66,8 @@ def pin_inputs(model: onnx.ModelProto, values: dict[str, float | int | bool],
         raise UsageError(f"--input-value names no model input: {', '.join(unknown)}")
     for name, value in values.items():
         array = pinned_array(inputs[name], value, shapes.get(name))
-        model.graph.input.remove(inputs[name])
+        if model.ir_version >= 4:  # before IR 4 every initializer is also listed as an input (its default)
+            model.graph.input.remove(inputs[name])
         model.graph.initializer.append(numpy_helper.from_array(array, name))
 
 

@@ -311,7 +311,7 @@ def fixed_input_shape(inp: onnx.ValueInfoProto, overrides: dict[str, tuple[int, 
     shape = []
     for d in dims:  # a dimension of 0 is static (an empty tensor)
         if not d.HasField("dim_value") or d.dim_value < 0:
-            label = d.dim_param or "?"
+            label = d.dim_param or (str(d.dim_value) if d.HasField("dim_value") else "?")  # -1: paddle2onnx's
             raise ModelError(f"input '{inp.name}' has a dynamic dimension '{label}'; static shapes are required: "
                              f"fix it with {input_shape_hint(inp.name, dims)}")
         shape.append(d.dim_value)
