@@ -1,6 +1,7 @@
 """The graph-import fixtures (tests/fixtures/import/, scripts/make_fixtures_import.py) as
 Cortex-M7 firmware (profile lite, int8) under QEMU: the Silero-style VAD with its sample rate
-pinned (LSTM with state inputs and outputs), AmplitudeToDB's computed Clip min, the paddle -1
+pinned (LSTM with state inputs and outputs; also as quantize_dynamic wrote it, DynamicQuantizeLSTM
+and all), AmplitudeToDB's computed Clip min, the paddle -1
 batch net fixed by --input-shape and the quantize_dynamic conv net, each through the real CLI,
 bit for bit equal to the host's int8 build of the same profile and to the numpy integer
 reference (tests/test_graph_import.py compares the host builds with ONNX Runtime)."""
@@ -30,6 +31,7 @@ def vad(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
 # model -> (options, samples(rng, n))
 CASES = {
     "vad_if.onnx": (["--input-value", "sr=16000"], vad),
+    "vad_if_dynq.onnx": (["--input-value", "sr=8000"], vad),
     "logmel_db.onnx": ([], lambda rng, n: {"x": (10.0 ** rng.uniform(-6, 2, (n, 1, 1, 40, 32))).astype(np.float32)}),
     "paddle_conv.onnx": (["--input-shape", "x=1x3x16x16"], lambda rng, n: {"x": rng.random((n, 1, 3, 16, 16),
                                                                                            dtype=np.float32)}),

@@ -14,6 +14,9 @@ tests need neither the exporters nor the original models.
 - dynq_convnet.onnx: a Conv + Relu + MatMul net quantized by ONNX Runtime's
   `quantize_dynamic` (DynamicQuantizeLinear, ConvInteger, MatMulInteger, Cast, Mul), int8
   weights; and dynq_convnet_float.onnx, the float model it came from.
+- vad_if_dynq.onnx: vad_if.onnx through `quantize_dynamic` with its If branches quantized
+  (extra_options EnableSubgraph): ConvInteger, MatMulInteger and com.microsoft's
+  DynamicQuantizeLSTM inside the branches (and no com.microsoft opset import, as ORT writes it).
 
 Run from the repository (the .venv has onnx, numpy and onnxruntime):
     .venv/bin/python scripts/make_fixtures_import.py
@@ -196,12 +199,23 @@ def dynq_convnet() -> None:
         save(onnx.load(str(out)), "dynq_convnet.onnx")
 
 
+def vad_if_dynq() -> None:
+    """The VAD, dynamically quantized branches and all. ORT leaves the com.microsoft domain out
+    of the opset imports (its own runtime does not mind; onnx's checker would): saved as written."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    out = OUT / "vad_if_dynq.onnx"
+    quantize_dynamic(str(OUT / "vad_if.onnx"), str(out), weight_type=QuantType.QInt8,
+                     extra_options={"EnableSubgraph": True})
+    print(f"wrote {out}")
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     save(vad_if(), "vad_if.onnx")
     save(logmel_db(), "logmel_db.onnx")
     save(paddle_conv(), "paddle_conv.onnx")
     dynq_convnet()
+    vad_if_dynq()
 
 
 if __name__ == "__main__":

@@ -406,6 +406,70 @@ def test_dynamic_quantized_model_builds_fp32_and_int8_for_the_host(tmp_path):
     assert np.abs(got - want).max() < 0.06 * np.abs(want).max()
 
 
+VAD_DYNQ = FIXTURES / "vad_if_dynq.onnx"
+
+
+def relative_error(got: np.ndarray, want: np.ndarray) -> float:
+    return float(np.abs(got - want).max() / np.abs(want).max())
+
+
+def test_dynamic_quantized_vad_imports_with_its_lstm_as_onnx_runtime_runs_it():
+    """quantize_dynamic with EnableSubgraph: ConvInteger, MatMulInteger and com.microsoft's
+    DynamicQuantizeLSTM inside the If branches, no com.microsoft opset import."""
+    branch_ops = {n.op_type for a in onnx.load(str(VAD_DYNQ)).graph.node[-1].attribute for n in a.g.node}
+    assert {"ConvInteger", "MatMulInteger", "DynamicQuantizeLSTM"} <= branch_ops
+    g = load_model(VAD_DYNQ, PROFILE, BOARD, {}, {"sr": 16000})
+    assert {n.op for n in g.nodes} >= {"Conv", "LSTM", "MatMul"}
+    assert not {n.op for n in g.nodes} & {"DynamicQuantizeLinear", "ConvInteger", "MatMulInteger", "Cast"}
+    samples = vad_samples(3, 5)
+    want = ort_samples(VAD_DYNQ, samples, {"sr": np.array(16000, np.int64)})
+    got = reference(g, samples, "fp32")
+    for name in ("output", "hn", "cn"):  # ORT rounds each activation to 8 bits on top
+        assert relative_error(got[name], want[name]) < 0.03, name
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_dynamic_quantize_lstm_imports_per_tensor_and_per_gate_row(tmp_path, per_channel):
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    rng = np.random.default_rng(2)
+    hidden, size = 16, 8
+    inits = [numpy_helper.from_array((0.4 * rng.standard_normal((1, 4 * hidden, size))).astype(np.float32), "W"),
+             numpy_helper.from_array((0.3 * rng.standard_normal((1, 4 * hidden, hidden))).astype(np.float32), "R")]
+    node = helper.make_node("LSTM", ["x", "W", "R", "", "", "h"], ["y", "hn"], name="lstm", hidden_size=hidden)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 1, size]),
+                                        helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 1, hidden])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, 1, 1, hidden]),
+                           helper.make_tensor_value_info("hn", TensorProto.FLOAT, [1, 1, hidden])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "f.onnx"))
+    quantize_dynamic(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), weight_type=QuantType.QInt8,
+                     per_channel=per_channel)
+    assert [n.op_type for n in onnx.load(str(tmp_path / "q.onnx")).graph.node] == ["DynamicQuantizeLSTM"]
+    ir = load_model(tmp_path / "q.onnx", PROFILE, BOARD, {})
+    assert [n.op for n in ir.nodes] == ["LSTM"] and ir.nodes[0].name == "lstm_quant"
+    feeds = {"x": rng.standard_normal((5, 1, size)).astype(np.float32),
+             "h": (0.3 * rng.standard_normal((1, 1, hidden))).astype(np.float32)}
+    want = ort_run(tmp_path / "q.onnx", feeds)
+    got = run_float(ir, feeds)
+    for name in ("y", "hn"):
+        assert relative_error(got[name], want[name]) < 0.03, name
+
+
+@pytest.mark.slow
+def test_dynamic_quantized_vad_builds_fp32_and_int8_for_the_host(tmp_path):
+    samples = vad_samples(4, 6)
+    want = ort_samples(VAD_DYNQ, samples, {"sr": np.array(16000, np.int64)})
+    fp32 = built(tmp_path, VAD_DYNQ, "fp32", input_value="sr=16000")
+    got = run_samples(fp32["build"], samples)
+    for name in ("output", "hn", "cn"):
+        assert relative_error(got[name], want[name]) < 0.03, name
+    int8 = built(tmp_path, VAD_DYNQ, "int8", input_value="sr=16000", calib=vad_samples(64, 7))
+    got = run_samples(int8["build"], samples)
+    ref = reference(int8["graph"], samples, "int8")
+    for name in ("output", "hn", "cn"):
+        np.testing.assert_array_equal(got[name], ref[name], err_msg=name)
+        np.testing.assert_allclose(got[name], want[name], atol=0.08, err_msg=name)
+
+
 def matmul_integer_model(path: Path, runtime_b: bool) -> Path:
     """DynamicQuantizeLinear + MatMulInteger whose B is a run-time input (not quantize_dynamic's)."""
     nodes = [helper.make_node("DynamicQuantizeLinear", ["a"], ["aq", "as", "az"], name="dq"),
@@ -471,7 +535,8 @@ def test_com_microsoft_dynamic_quantize_matmul_imports_as_matmul_plus_bias(tmp_p
 def test_ops_lists_the_imported_ops_with_their_domains():
     rows = {(r["domain"], r["op"]): r for r in describe_ops()["ops"]}
     for key in [("ai.onnx", "DynamicQuantizeLinear"), ("ai.onnx", "MatMulInteger"), ("ai.onnx", "ConvInteger"),
-                ("com.microsoft", "DynamicQuantizeMatMul"), ("com.microsoft", "MatMulIntegerToFloat")]:
+                ("com.microsoft", "DynamicQuantizeMatMul"), ("com.microsoft", "MatMulIntegerToFloat"),
+                ("com.microsoft", "DynamicQuantizeLSTM")]:
         assert key in rows and rows[key]["int8"].startswith("imported"), key
 
 

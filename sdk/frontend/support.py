@@ -31,7 +31,6 @@ MICROSOFT_HINTS = {
                                      "QLinearAveragePool", "QLinearGlobalAveragePool", "QLinearConcat",
                                      "QLinearSoftmax", "QLinearReduceMean", "QLinearWhere", "QLinearConvTranspose",
                                      "QGemm", "QLinearMatMul")},
-    "DynamicQuantizeLSTM": "quantize_dynamic's LSTM: leave LSTM out (op_types_to_quantize=['MatMul', 'Conv'])",
     "QAttention": "quantize_dynamic's Attention: leave it out (op_types_to_quantize=['MatMul', 'Conv'])",
     "QEmbedLayerNormalization": "quantize_dynamic's EmbedLayerNormalization: leave it out "
                                 "(op_types_to_quantize=['MatMul', 'Conv'])",
@@ -87,4 +86,15 @@ def refuse_unsupported_ops(model: onnx.ModelProto, opset: int) -> None:
         raise ModelError(unsupported_message(found))
 
 
-__all__ = ["refuse_unsupported_ops", "unsupported_message", "DYNAMIC_SHAPE_OPS"]
+def declare_used_domains(model: onnx.ModelProto) -> None:
+    """Import the other domains that supported nodes use but the model does not declare: ONNX
+    Runtime's quantize_dynamic writes com.microsoft ops into If branches without adding that
+    domain (ORT runs the model; the checker would refuse it)."""
+    declared = {o.domain for o in model.opset_import}
+    for node in model.graph.node:
+        if node.domain not in declared and node.domain not in ("", "ai.onnx"):
+            model.opset_import.append(onnx.helper.make_opsetid(node.domain, 1))
+            declared.add(node.domain)
+
+
+__all__ = ["refuse_unsupported_ops", "unsupported_message", "declare_used_domains", "DYNAMIC_SHAPE_OPS"]

@@ -1,9 +1,11 @@
 """The ops of ONNX Runtime's dynamic quantization (`quantize_dynamic`): DynamicQuantizeLinear,
-MatMulInteger, ConvInteger, and com.microsoft's DynamicQuantizeMatMul and MatMulIntegerToFloat.
+MatMulInteger, ConvInteger, and com.microsoft's DynamicQuantizeMatMul, MatMulIntegerToFloat and
+DynamicQuantizeLSTM.
 
 They are imported, not run: quant/dynamic_import.py rewrites each integer layer, with the
 Cast and Mul that dequantize its int32 result, into a float MatMul or Conv whose weights are
-the model's int8 weights dequantized (the activation's run-time scale cancels). The model then
+the model's int8 weights dequantized (the activation's run-time scale cancels; an LSTM becomes
+an LSTM of its dequantized W and R). The model then
 builds like a float model: fp32, or int8 by calibration. What is left of these ops after the
 import (a layout that quantize_dynamic does not write) is refused by `check`, naming the node.
 The float references below follow the ONNX definitions, for compile-time evaluation.
@@ -135,3 +137,16 @@ class MatMulIntegerToFloat(DynamicQuantizeMatMul):
     def check(self, node: Node, g: Graph) -> None:
         raise not_imported(node, "A from a DynamicQuantizeLinear whose scale and zero point it takes, B and its "
                                  "scale and zero point constants")
+
+
+@register
+class DynamicQuantizeLSTM(OpDef):
+    op_type = "com.microsoft::DynamicQuantizeLSTM"
+    summary = "imported (quantize_dynamic's LSTM, ONNX Runtime contrib op): an LSTM of the dequantized W and R"
+    int8_rule = IMPORTED
+
+    def check(self, node: Node, g: Graph) -> None:
+        raise not_imported(node, "W, R, their scales and zero points constants")
+
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
+        raise not_imported(node, "W, R, their scales and zero points constants")

@@ -12,7 +12,9 @@ int8 weights dequantized, a float MatMul/Conv (the x scale cancels), so the mode
 like a float model (fp32, or int8 by calibration). The result differs from ONNX Runtime's
 only by ORT's rounding of x to 8 bits: its own quantization error. com.microsoft's
 DynamicQuantizeMatMul and MatMulIntegerToFloat (the fused forms ORT's optimizer writes) are
-the same chain in one node, plus a bias.
+the same chain in one node, plus a bias. com.microsoft's DynamicQuantizeLSTM (quantize_dynamic's
+LSTM: int8 W and R stored transposed, [dirs, input, 4 * hidden], scales per direction or per
+gate row) becomes an ONNX LSTM of its weights dequantized.
 
 A chain in another layout (a zero point that is not the DynamicQuantizeLinear's, weights
 computed at run time, a scale Mul without the x scale) is left alone and then refused by the
@@ -27,7 +29,8 @@ from ..ir import Graph, Node
 
 LAYERS = {"MatMulInteger": "MatMul", "ConvInteger": "Conv"}
 FUSED = ("com.microsoft::DynamicQuantizeMatMul", "com.microsoft::MatMulIntegerToFloat")
-DYNAMIC_OPS = ("DynamicQuantizeLinear", *LAYERS, *FUSED)
+LSTM = "com.microsoft::DynamicQuantizeLSTM"
+DYNAMIC_OPS = ("DynamicQuantizeLinear", *LAYERS, *FUSED, LSTM)
 
 
 def has_dynamic_quant(g: Graph) -> bool:
@@ -39,6 +42,8 @@ def import_dynamic(g: Graph) -> None:
         import_integer_layer(g, node)
     for node in [n for n in g.nodes if n.op in FUSED]:
         import_fused(g, node)
+    for node in [n for n in g.nodes if n.op == LSTM]:
+        import_lstm(g, node)
     g.remove_unused()
 
 
@@ -137,3 +142,36 @@ def import_fused(g: Graph, node: Node) -> None:
         nodes.append(Node("Add", node.name, [product, bias], [out]))
     at = g.nodes.index(node)
     g.nodes[at:at + 1] = nodes
+
+
+def lstm_weight(g: Graph, w: str, scale: str, zp: str) -> np.ndarray | None:
+    """DynamicQuantizeLSTM's W or R ([dirs, input, 4 * hidden], int8 or uint8) dequantized and
+    transposed to ONNX's [dirs, 4 * hidden, input]; scale and zero point [dirs] or
+    [dirs, 4 * hidden]."""
+    data, s, z = g.const(w), g.const(scale), g.const(zp) if zp else None
+    if data is None or s is None or data.ndim != 3 or data.dtype not in (np.int8, np.uint8):
+        return None
+    z = np.zeros_like(s, np.int64) if z is None else z
+    dirs, _, rows = data.shape
+    parts = []
+    for part in (z.astype(np.float64), s.astype(np.float64)):
+        if part.size == dirs:
+            parts.append(part.reshape(dirs, 1, 1))
+        elif part.shape == (dirs, rows):
+            parts.append(part.reshape(dirs, 1, rows))
+        else:
+            return None
+    return ((data.astype(np.float64) - parts[0]) * parts[1]).transpose(0, 2, 1).astype(np.float32)
+
+
+def import_lstm(g: Graph, node: Node) -> None:
+    """DynamicQuantizeLSTM(X, W, R, B, lens, h0, c0, P, W_scale, W_zp, R_scale, R_zp) -> LSTM."""
+    names = [input_at(node, k) for k in range(12)]
+    w = lstm_weight(g, names[1], names[8], names[9])
+    r = lstm_weight(g, names[2], names[10], names[11])
+    if w is None or r is None:
+        return
+    inputs = [names[0], g.add_const(f"{node.name}_W", w), g.add_const(f"{node.name}_R", r), *names[3:8]]
+    while inputs and not inputs[-1]:  # trailing optional inputs left out, as ONNX writes them
+        inputs.pop()
+    g.nodes[g.nodes.index(node)] = Node("LSTM", node.name, inputs, list(node.outputs), dict(node.attrs))
