@@ -454,6 +454,34 @@ def test_dynamic_quantize_lstm_imports_per_tensor_and_per_gate_row(tmp_path, per
         assert relative_error(got[name], want[name]) < 0.03, name
 
 
+def quantized_embedding_model(tmp_path: Path) -> Path:
+    """Gather of an embedding table, then MatMul, through quantize_dynamic: Gather of the int8
+    table feeds MatMulInteger with the table's constant scale and zero point."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    rng = np.random.default_rng(10)
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["emb"], name="embed"),
+             helper.make_node("MatMul", ["emb", "proj_w"], ["y"], name="proj")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 4])],
+                          [numpy_helper.from_array(rng.standard_normal((50, 16)).astype(np.float32), "table"),
+                           numpy_helper.from_array(rng.standard_normal((16, 4)).astype(np.float32), "proj_w")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "f.onnx"))
+    quantize_dynamic(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), weight_type=QuantType.QInt8)
+    return tmp_path / "q.onnx"
+
+
+def test_a_quantized_embedding_into_matmul_integer_imports_exactly(tmp_path):
+    path = quantized_embedding_model(tmp_path)
+    assert [n.op_type for n in onnx.load(str(path)).graph.node if n.op_type != "Mul"] == ["Gather", "MatMulInteger",
+                                                                                          "Cast"]
+    g = load_model(path, PROFILE, BOARD, {})
+    assert [n.op for n in g.nodes] == ["Gather", "MatMul"]
+    ids = np.array([[1, 5, 49, 0, 7, 7]], np.int64)
+    # no activation is rounded at run time here: the same integer products as ORT's
+    np.testing.assert_allclose(run_float(g, {"ids": ids})["y"], ort_run(path, {"ids": ids})["y"], rtol=1e-5,
+                               atol=1e-5)
+
+
 @pytest.mark.slow
 def test_dynamic_quantized_vad_builds_fp32_and_int8_for_the_host(tmp_path):
     samples = vad_samples(4, 6)

@@ -16,6 +16,10 @@ the same chain in one node, plus a bias. com.microsoft's DynamicQuantizeLSTM (qu
 LSTM: int8 W and R stored transposed, [dirs, input, 4 * hidden], scales per direction or per
 gate row) becomes an ONNX LSTM of its weights dequantized.
 
+quantize_dynamic also quantizes a Gather of a constant table (an embedding) feeding MatMul: A is
+then Gather(int8 table) with the table's constant scale and zero point; it becomes a float
+Gather of the table's codes less the zero point, and the whole scale product goes to W.
+
 A chain in another layout (a zero point that is not the DynamicQuantizeLinear's, weights
 computed at run time, a scale Mul without the x scale) is left alone and then refused by the
 op's check (ops/dynamic_quant.py), naming the node.
@@ -95,24 +99,52 @@ def weight_scale(g: Graph, scales: str, x_scale: str) -> np.ndarray | None:
     return g.const(other[0]) if len(other) == 1 else None
 
 
+def constant_scale(g: Graph, scales: str) -> np.ndarray | None:
+    """The scale product when both scales are constants: a constant, or Mul of two of them."""
+    if g.const(scales) is not None:
+        return g.const(scales)
+    mul = g.producer(scales)
+    if mul is None or mul.op != "Mul" or any(g.const(i) is None for i in mul.inputs):
+        return None
+    return g.const(mul.inputs[0]).astype(np.float64) * g.const(mul.inputs[1]).astype(np.float64)
+
+
+def float_gather(g: Graph, quantized: str, zero_point: str, before: Node) -> str | None:
+    """quantize_dynamic's Gather of an int8 table (an embedding) into an integer layer: a Gather
+    of the table's codes less the zero point, as float (exact), whose output is returned; the
+    table's scale stays in the layer's scale product. None when `quantized` is no such Gather."""
+    gather = g.producer(quantized)
+    table = g.const(gather.inputs[0]) if gather is not None and gather.op == "Gather" else None
+    zero = np.zeros((), np.int64) if not zero_point else g.const(zero_point)
+    if table is None or table.dtype not in (np.int8, np.uint8) or zero is None or zero.size != 1:
+        return None
+    codes = g.add_const(f"{gather.name}_table", (table.astype(np.float64) - float(zero.reshape(()))).astype(np.float32))
+    out = g.add_tensor(f"{gather.name}_float", ())
+    g.nodes.insert(g.nodes.index(before), Node("Gather", f"{gather.name}_float", [codes, gather.inputs[1]], [out],
+                                               dict(gather.attrs)))
+    return out
+
+
 def import_integer_layer(g: Graph, layer: Node) -> None:
     x_q, w, x_zp, w_zp = (input_at(layer, k) for k in range(4))
-    dq = quantizer_of(g, x_q, x_zp)
     cast = only_consumer(g, layer.outputs[0], "Cast")
-    if dq is None or cast is None or int(cast.attrs.get("to", 0)) != onnx.TensorProto.FLOAT:
+    if cast is None or int(cast.attrs.get("to", 0)) != onnx.TensorProto.FLOAT:
         return
     mul = only_consumer(g, cast.outputs[0], "Mul")
-    if mul is None:
+    scales = [i for i in mul.inputs if i != cast.outputs[0]] if mul is not None else []
+    if len(scales) != 1:
         return
-    scales = [i for i in mul.inputs if i != cast.outputs[0]]
-    scale = weight_scale(g, scales[0], dq.outputs[1]) if len(scales) == 1 else None
-    if scale is None:
-        return
-    weight = dequantized_weight(g, layer, w, w_zp, scale, conv=layer.op == "ConvInteger")
-    if weight is None:
+    dq = quantizer_of(g, x_q, x_zp)
+    if dq is not None:  # x's run-time scale cancels: W's scale only
+        source, scale = dq.inputs[0], weight_scale(g, scales[0], dq.outputs[1])
+    else:  # constant codes (a quantized embedding): the whole scale product goes to W
+        scale = constant_scale(g, scales[0])
+        source = float_gather(g, x_q, x_zp, layer) if scale is not None and layer.op == "MatMulInteger" else None
+    weight = None if scale is None else dequantized_weight(g, layer, w, w_zp, scale, conv=layer.op == "ConvInteger")
+    if source is None or weight is None:
         return
     attrs = dict(layer.attrs) if layer.op == "ConvInteger" else {}
-    float_layer = Node(LAYERS[layer.op], layer.name, [dq.inputs[0], g.add_const(f"{layer.name}_weight", weight)],
+    float_layer = Node(LAYERS[layer.op], layer.name, [source, g.add_const(f"{layer.name}_weight", weight)],
                        list(mul.outputs), attrs)
     g.nodes[g.nodes.index(mul)] = float_layer
     g.nodes.remove(cast)
