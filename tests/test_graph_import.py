@@ -392,6 +392,19 @@ def test_dynamic_quantized_model_imports_as_float_layers_of_its_dequantized_weig
     assert np.abs(got - quantized).max() < 0.03 * np.abs(quantized).max()
 
 
+@pytest.mark.parametrize("weight_type, per_channel", [("QUInt8", False), ("QInt8", True), ("QUInt8", True)])
+def test_other_quantize_dynamic_settings_import_too(tmp_path, weight_type, per_channel):
+    """uint8 weights (a zero point per tensor or per column) and per-channel scales."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    path = tmp_path / "q.onnx"
+    quantize_dynamic(str(DYNQ_FLOAT), str(path), weight_type=getattr(QuantType, weight_type), per_channel=per_channel)
+    g = load_model(path, PROFILE, BOARD, {})
+    assert {n.op for n in g.nodes} <= {"Conv", "Relu", "Flatten", "MatMul", "Add", "Reshape"}
+    x = np.random.default_rng(11).random((3, 1, 3, 8, 8)).astype(np.float32)
+    got = reference(g, {"x": x}, "fp32")["y"]
+    assert relative_error(got, ort_samples(path, {"x": x})["y"]) < 0.03
+
+
 @pytest.mark.slow
 def test_dynamic_quantized_model_builds_fp32_and_int8_for_the_host(tmp_path):
     rng = np.random.default_rng(6)
