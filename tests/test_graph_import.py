@@ -611,3 +611,19 @@ def test_every_unsupported_op_is_listed_in_one_message_with_exit_3(tmp_path):
         "quant_format=QuantFormat.QDQ, which is imported with its scales), SquarePlus (domain com.acme, first node "
         "'sq'); `cuvil-sdk ops` lists the supported ops; --plugin FILE.py adds an op (see docs/custom_ops.md)"]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_clip_bound_computed_from_constants_stays_a_clip_and_fuses(tmp_path):
+    """Clip(Conv(x), 0, Cast(6)): the bound folds at compile time, so Clip keeps its fused clamp."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Cast", ["six_int"], ["six"], name="six", to=TensorProto.FLOAT),
+             helper.make_node("Clip", ["c", "zero", "six"], ["y"], name="relu6")]
+    inits = [numpy_helper.from_array(np.ones((2, 1, 1, 1), np.float32), "w"),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+             numpy_helper.from_array(np.array(6, np.int64), "six_int")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "m.onnx"))
+    ir = frontend_and_passes(new_request(tmp_path / "m.onnx", board="host", profile="standard", precision="fp32"))
+    (conv,) = [n for n in ir.nodes if n.op == "Conv"]
+    assert conv.activation == (0.0, 6.0) and not {"Clip", "Max", "Min"} & {n.op for n in ir.nodes}
