@@ -627,3 +627,27 @@ def test_a_clip_bound_computed_from_constants_stays_a_clip_and_fuses(tmp_path):
     ir = frontend_and_passes(new_request(tmp_path / "m.onnx", board="host", profile="standard", precision="fp32"))
     (conv,) = [n for n in ir.nodes if n.op == "Conv"]
     assert conv.activation == (0.0, 6.0) and not {"Clip", "Max", "Min"} & {n.op for n in ir.nodes}
+
+
+@pytest.mark.parametrize("op", ["ConvInteger", "MatMulInteger"])
+def test_integer_layer_references_follow_onnx(op):
+    """Their float references (compile-time evaluation) against onnx's reference evaluator."""
+    from onnx.reference import ReferenceEvaluator
+
+    from cuvil_sdk.ir import Graph, Node, Tensor
+    from cuvil_sdk.ops import REGISTRY
+    rng = np.random.default_rng(12)
+    x_shape, w_shape, attrs = ((1, 3, 6, 6), (4, 3, 3, 3), {"pads": [1, 1, 1, 1]}) if op == "ConvInteger" else \
+        ((5, 6), (6, 3), {})
+    values = {"x": rng.integers(0, 256, x_shape).astype(np.uint8), "w": rng.integers(-127, 128, w_shape).astype(np.int8),
+              "xz": np.array(120, np.uint8), "wz": np.array(3, np.int8)}
+    types = {"x": TensorProto.UINT8, "w": TensorProto.INT8, "xz": TensorProto.UINT8, "wz": TensorProto.INT8}
+    graph = helper.make_graph([helper.make_node(op, list(values), ["y"], **attrs)], "g",
+                              [helper.make_tensor_value_info(k, types[k], list(v.shape)) for k, v in values.items()],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, None)])
+    want = ReferenceEvaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])).run(None, values)[0]
+    g = Graph()
+    g.tensors = {k: Tensor(k, tuple(v.shape), str(v.dtype), None if k == "x" else v) for k, v in values.items()}
+    node = Node(op, "layer", list(values), ["y"], attrs)
+    assert REGISTRY[op].infer(node, g) == [want.shape]
+    np.testing.assert_array_equal(REGISTRY[op].run_float(node, g, list(values.values()))[0], want)

@@ -93,16 +93,25 @@ class MatMulInteger(OpDef):
         return [np.matmul(a, b).astype(np.int32)]
 
 
+# the float Conv whose shapes and sums ConvInteger shares (not a base class: ConvInteger has no
+# kernels of its own, it is imported as that Conv)
+CONV = Conv()
+
+
 @register
-class ConvInteger(Conv):
+class ConvInteger(OpDef):
     op_type = "ConvInteger"
     summary = "imported (quantize_dynamic): with its Cast and scale Mul, a float Conv of the dequantized weight"
     int8_rule = IMPORTED
     integer_inputs = True
+    defaults = Conv.defaults
 
     def check(self, node: Node, g: Graph) -> None:
         raise not_imported(node, "x from a DynamicQuantizeLinear, w a constant, the int32 result cast to float and "
                                  "multiplied by x's scale times w's")
+
+    def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
+        return CONV.infer(node, g)
 
     def dtypes(self, node: Node, g: Graph) -> list[str]:
         return ["int32"]
@@ -111,7 +120,8 @@ class ConvInteger(Conv):
         x = xs[0].astype(np.int64) - zero_point(node, xs, 2)
         w_zp = zero_point(node, xs, 3)
         w = xs[1].astype(np.int64) - (w_zp.reshape(-1, 1, 1, 1) if w_zp.ndim else w_zp)
-        return [self.sums(x, w, self.geometry(node, g), self.attr(node, "group")).astype(np.int32)]
+        group = int(node.attrs.get("group", 1))
+        return [CONV.sums(x, w, CONV.geometry(node, g), group).astype(np.int32)]
 
 
 @register
