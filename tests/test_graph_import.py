@@ -651,3 +651,20 @@ def test_integer_layer_references_follow_onnx(op):
     node = Node(op, "layer", list(values), ["y"], attrs)
     assert REGISTRY[op].infer(node, g) == [want.shape]
     np.testing.assert_array_equal(REGISTRY[op].run_float(node, g, list(values.values()))[0], want)
+
+
+def test_matmul_integer_on_an_integer_input_is_computed_in_float_exactly(tmp_path):
+    rng = np.random.default_rng(13)
+    b = rng.integers(0, 256, (40, 3)).astype(np.uint8)
+    inits = [numpy_helper.from_array(b, "b"), numpy_helper.from_array(np.array(12, np.uint8), "az"),
+             numpy_helper.from_array(np.array([1, 200, 128], np.uint8), "bz")]
+    node = helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"], name="mmi")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("a", TensorProto.UINT8, [2, 40])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT32, [2, 3])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "m.onnx"))
+    ir = load_model(tmp_path / "m.onnx", PROFILE, BOARD, {})
+    assert [n.op for n in ir.nodes] == ["Cast", "Sub", "MatMul", "Cast"]
+    a = rng.integers(0, 256, (2, 40)).astype(np.uint8)
+    got = run_float(ir, {"a": a})["y"]
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, ort_run(tmp_path / "m.onnx", {"a": a})["y"])

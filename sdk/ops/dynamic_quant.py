@@ -71,13 +71,14 @@ def zero_point(node: Node, xs: list[np.ndarray], index: int) -> np.ndarray:
 @register
 class MatMulInteger(OpDef):
     op_type = "MatMulInteger"
-    summary = "imported (quantize_dynamic): with its Cast and scale Mul, a float MatMul of the dequantized weight"
+    summary = ("imported: with quantize_dynamic's Cast and scale Mul, a float MatMul of the dequantized weight; "
+               "else the integers computed in float (exact below 2^24), constant B and zero points")
     int8_rule = IMPORTED
     integer_inputs = True
 
     def check(self, node: Node, g: Graph) -> None:
-        raise not_imported(node, "A from a DynamicQuantizeLinear, B a constant, the int32 result cast to float and "
-                                 "multiplied by A's scale times B's")
+        raise not_imported(node, "A from a DynamicQuantizeLinear, or an integer tensor with a constant zero point; B "
+                                 "and its zero point constants")
 
     def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         a, b = (g.tensors[i].shape for i in node.inputs[:2])
@@ -101,14 +102,15 @@ CONV = Conv()
 @register
 class ConvInteger(OpDef):
     op_type = "ConvInteger"
-    summary = "imported (quantize_dynamic): with its Cast and scale Mul, a float Conv of the dequantized weight"
+    summary = ("imported: with quantize_dynamic's Cast and scale Mul, a float Conv of the dequantized weight; "
+               "else the integers computed in float (exact below 2^24), constant w and zero points")
     int8_rule = IMPORTED
     integer_inputs = True
     defaults = Conv.defaults
 
     def check(self, node: Node, g: Graph) -> None:
-        raise not_imported(node, "x from a DynamicQuantizeLinear, w a constant, the int32 result cast to float and "
-                                 "multiplied by x's scale times w's")
+        raise not_imported(node, "x from a DynamicQuantizeLinear, or an integer tensor with a constant zero point; w "
+                                 "and its zero point constants")
 
     def infer(self, node: Node, g: Graph) -> list[tuple[int, ...]]:
         return CONV.infer(node, g)

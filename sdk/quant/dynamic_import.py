@@ -20,9 +20,12 @@ quantize_dynamic also quantizes a Gather of a constant table (an embedding) feed
 then Gather(int8 table) with the table's constant scale and zero point; it becomes a float
 Gather of the table's codes less the zero point, and the whole scale product goes to W.
 
-A chain in another layout (a zero point that is not the DynamicQuantizeLinear's, weights
-computed at run time, a scale Mul without the x scale) is left alone and then refused by the
-op's check (ops/dynamic_quant.py), naming the node.
+A MatMulInteger or ConvInteger outside those chains (its int32 result used as it is, its input
+an integer tensor of the model) is computed in float on the integer values: Cast to float, less
+the zero point, the float layer with W less its zero point, Cast to int32; exact while the sums
+stay below 2^24 (float32's integers). What is still left (a weight computed at run time, a
+DynamicQuantizeLinear whose outputs go elsewhere) is refused by the op's check
+(ops/dynamic_quant.py), naming the node.
 """
 from __future__ import annotations
 
@@ -44,6 +47,8 @@ def has_dynamic_quant(g: Graph) -> bool:
 def import_dynamic(g: Graph) -> None:
     for node in [n for n in g.nodes if n.op in LAYERS]:
         import_integer_layer(g, node)
+    for node in [n for n in g.nodes if n.op in LAYERS]:  # what is left: integers computed in float
+        emulate_integer_layer(g, node)
     for node in [n for n in g.nodes if n.op in FUSED]:
         import_fused(g, node)
     for node in [n for n in g.nodes if n.op == LSTM]:
@@ -149,6 +154,33 @@ def import_integer_layer(g: Graph, layer: Node) -> None:
     g.nodes[g.nodes.index(mul)] = float_layer
     g.nodes.remove(cast)
     g.nodes.remove(layer)
+
+
+def emulate_integer_layer(g: Graph, layer: Node) -> None:
+    """MatMulInteger/ConvInteger on integer values, in float: Cast(x) - zx, the float layer of
+    (W - zw), Cast to int32 (exact while |sums| < 2^24)."""
+    x_q, w, x_zp, w_zp = (input_at(layer, k) for k in range(4))
+    source = g.producer(x_q)
+    zero = np.zeros((), np.int64) if not x_zp else g.const(x_zp)
+    if (source is not None and source.op == "DynamicQuantizeLinear") or zero is None or zero.size != 1:
+        return
+    weight = dequantized_weight(g, layer, w, w_zp, np.ones((), np.float32), conv=layer.op == "ConvInteger")
+    if weight is None:
+        return
+    name = layer.name
+    as_float = g.add_tensor(f"{name}_x", ())
+    nodes = [Node("Cast", f"{name}/to_float", [x_q], [as_float], {"to": onnx.TensorProto.FLOAT})]
+    if float(zero.reshape(())) != 0:
+        centred = g.add_tensor(f"{name}_x_centred", ())
+        nodes.append(Node("Sub", f"{name}/zero_point", [as_float, g.add_const(f"{name}_zx", zero.astype(np.float32))],
+                          [centred]))
+        as_float = centred
+    sums = g.add_tensor(f"{name}_sums", ())
+    attrs = dict(layer.attrs) if layer.op == "ConvInteger" else {}
+    nodes.append(Node(LAYERS[layer.op], name, [as_float, g.add_const(f"{name}_weight", weight)], [sums], attrs))
+    nodes.append(Node("Cast", f"{name}/to_int32", [sums], list(layer.outputs), {"to": onnx.TensorProto.INT32}))
+    at = g.nodes.index(layer)
+    g.nodes[at:at + 1] = nodes
 
 
 def import_fused(g: Graph, node: Node) -> None:
