@@ -668,3 +668,20 @@ def test_matmul_integer_on_an_integer_input_is_computed_in_float_exactly(tmp_pat
     got = run_float(ir, {"a": a})["y"]
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, ort_run(tmp_path / "m.onnx", {"a": a})["y"])
+
+
+def test_an_if_on_a_tensor_input_says_its_condition_is_computed_at_run_time(tmp_path):
+    """If(ReduceMax(x) > 0): no option folds it; --input-value is not suggested for a tensor."""
+    def branch(tag: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node("Neg", ["x"], [f"{tag}_y"])], tag, [],
+                                 [helper.make_tensor_value_info(f"{tag}_y", TensorProto.FLOAT, None)])
+    nodes = [helper.make_node("ReduceMax", ["x"], ["top"], keepdims=0),
+             helper.make_node("Greater", ["top", "zero"], ["positive"]),
+             helper.make_node("If", ["positive"], ["y"], name="If_x", then_branch=branch("a"), else_branch=branch("b"))]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+                          [numpy_helper.from_array(np.array(0.0, np.float32), "zero")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "m.onnx"))
+    with pytest.raises(ModelError, match=r"\(If\): control flow is not supported .*; its condition depends on the "
+                                         r"values of 'x' \(computed at run time\)$"):
+        load_model(tmp_path / "m.onnx", PROFILE, BOARD, {})

@@ -290,6 +290,13 @@ def rename_in_node(node: onnx.NodeProto, rename: dict[str, str]) -> None:
                     out.name = outer[out.name]
 
 
+def may_be_scalar(model: onnx.ModelProto, name: str) -> bool:
+    """Whether the input can hold a single value (what --input-value pins): no fixed dim above 1."""
+    inp = next(i for i in model.graph.input if i.name == name)
+    dims = inp.type.tensor_type.shape.dim
+    return not any(d.HasField("dim_value") and d.dim_value > 1 for d in dims)
+
+
 def control_flow_message(model: onnx.ModelProto, node: onnx.NodeProto, rule: str) -> str:
     """The refusal of control flow left after folding; for an If, the inputs its condition
     depends on and the option that would make it static (--input-value for a value,
@@ -297,11 +304,16 @@ def control_flow_message(model: onnx.ModelProto, node: onnx.NodeProto, rule: str
     hints = []
     if node.op_type == "If":
         _, values, shaped = backward_slice(model, node.input[0])
-        if values:
-            pins = " ".join(f"--input-value {n}=VALUE" for n in sorted(values))
-            hints.append(f"its condition depends on input{'s' if len(values) > 1 else ''} "
-                         f"{', '.join(repr(n) for n in sorted(values))}: pin {'them' if len(values) > 1 else 'it'} "
+        scalars = sorted(n for n in values if may_be_scalar(model, n))
+        tensors = sorted(values - set(scalars))
+        if scalars:
+            pins = " ".join(f"--input-value {n}=VALUE" for n in scalars)
+            hints.append(f"its condition depends on input{'s' if len(scalars) > 1 else ''} "
+                         f"{', '.join(repr(n) for n in scalars)}: pin {'them' if len(scalars) > 1 else 'it'} "
                          f"with {pins}")
+        if tensors:
+            hints.append(f"its condition depends on the values of {', '.join(repr(n) for n in tensors)} (computed "
+                         f"at run time)")
         if shaped:
             hints.append(f"its condition reads the shape of {', '.join(repr(n) for n in sorted(shaped))}: fix it "
                          f"with --input-shape")
