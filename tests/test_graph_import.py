@@ -685,3 +685,58 @@ def test_an_if_on_a_tensor_input_says_its_condition_is_computed_at_run_time(tmp_
     with pytest.raises(ModelError, match=r"\(If\): control flow is not supported .*; its condition depends on the "
                                          r"values of 'x' \(computed at run time\)$"):
         load_model(tmp_path / "m.onnx", PROFILE, BOARD, {})
+
+
+def loop_model(path: Path, trips: int | None) -> Path:
+    """v = v * 2 + x for `trips` iterations (M a constant, or the input n when None), scanning v,
+    and on iteration 0 (an If on the iteration number) x is added once more."""
+    first = helper.make_graph([helper.make_node("Add", ["doubled", "x"], ["first_v"])], "first", [],
+                              [helper.make_tensor_value_info("first_v", TensorProto.FLOAT, None)])
+    later = helper.make_graph([helper.make_node("Identity", ["doubled"], ["later_v"])], "later", [],
+                              [helper.make_tensor_value_info("later_v", TensorProto.FLOAT, None)])
+    body_nodes = [helper.make_node("Mul", ["v_in", "two"], ["v2"]),
+                  helper.make_node("Add", ["v2", "x"], ["doubled"]),
+                  helper.make_node("Equal", ["i", "zero"], ["is_first"]),
+                  helper.make_node("If", ["is_first"], ["v_out"], then_branch=first, else_branch=later),
+                  helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                  helper.make_node("Identity", ["v_out"], ["scan"])]
+    body = helper.make_graph(body_nodes, "body",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                              helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1, 3])],
+                             [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1, 3]),
+                              helper.make_tensor_value_info("scan", TensorProto.FLOAT, [1, 3])])
+    inits = [numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+             numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             numpy_helper.from_array(np.zeros((1, 3), np.float32), "v0")]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])]
+    if trips is None:
+        inputs.append(helper.make_tensor_value_info("n", TensorProto.INT64, []))
+    else:
+        inits.append(numpy_helper.from_array(np.array(trips, np.int64), "n"))
+    g = helper.make_graph([helper.make_node("Loop", ["n", "", "v0"], ["v_final", "scans"], name="loop", body=body)],
+                          "g", inputs, [helper.make_tensor_value_info("v_final", TensorProto.FLOAT, [1, 3]),
+                                        helper.make_tensor_value_info("scans", TensorProto.FLOAT, ["T", 1, 3])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path
+
+
+@pytest.mark.parametrize("pinned", [False, True])
+def test_a_loop_with_a_constant_trip_count_is_unrolled(tmp_path, pinned):
+    """The trip count a constant of the model, or an input pinned by --input-value; the If on
+    the iteration number folds in each copy of the body."""
+    path = loop_model(tmp_path / "m.onnx", None if pinned else 3)
+    g = load_model(path, PROFILE, BOARD, {}, {"n": 3} if pinned else None)
+    assert g.inputs == ["x"] and not {"Loop", "If"} & {n.op for n in g.nodes}
+    x = np.random.default_rng(14).standard_normal((1, 3)).astype(np.float32)
+    want = ort_run(path, {"x": x, **({"n": np.array(3, np.int64)} if pinned else {})})
+    got = run_float(g, {"x": x})
+    assert got["scans"].shape == (3, 1, 3)
+    for name in ("v_final", "scans"):
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-6, err_msg=name)
+
+
+def test_a_loop_on_a_run_time_trip_count_is_refused_as_control_flow(tmp_path):
+    with pytest.raises(ModelError, match=r"^node 'loop' \(Loop\): control flow is not supported"):
+        load_model(loop_model(tmp_path / "m.onnx", None), PROFILE, BOARD, {})

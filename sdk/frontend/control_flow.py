@@ -104,23 +104,31 @@ def pinned_array(inp: onnx.ValueInfoProto, value: float | int | bool, shape: tup
 
 def fold_static_control_flow(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None) -> None:
     """Replace every `If` whose condition is computable from constants (and from the static
-    shapes of inputs: `Shape(x)`, --input-shape) by its taken branch, until none is left (a
-    branch may hold an `If` of its own)."""
+    shapes of inputs: `Shape(x)`, --input-shape) by its taken branch, and unroll every `Loop`
+    whose trip count is such a constant, until neither is left that can go (a branch or a
+    loop body may hold control flow of its own; an unrolled body's iteration number is a
+    constant, so an If on it folds)."""
     shapes = static_input_shapes(model, input_shapes or {})
     while True:
         for k, node in enumerate(model.graph.node):
-            if node.op_type != "If" or node.domain not in ("", "ai.onnx"):
+            if node.domain not in ("", "ai.onnx"):
                 continue
-            cond = constant_value(model, node.input[0], shapes)
-            if cond is None:
-                continue
-            if cond.size != 1:
-                raise ModelError(f"node '{node.name or 'If'}' (If): its condition has {cond.size} values, not one")
-            branch = attribute_graph(node, "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch")
-            inline_branch(model, k, branch)
-            break
+            if node.op_type == "If" and fold_if(model, k, node, shapes):
+                break
+            if node.op_type == "Loop" and unroll_loop(model, k, node, shapes):
+                break
         else:
             return
+
+
+def fold_if(model: onnx.ModelProto, k: int, node: onnx.NodeProto, shapes: dict[str, tuple[int, ...]]) -> bool:
+    cond = constant_value(model, node.input[0], shapes)
+    if cond is None:
+        return False
+    if cond.size != 1:
+        raise ModelError(f"node '{node.name or 'If'}' (If): its condition has {cond.size} values, not one")
+    inline_branch(model, k, attribute_graph(node, "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"))
+    return True
 
 
 def attribute_graph(node: onnx.NodeProto, name: str) -> onnx.GraphProto:
@@ -255,6 +263,107 @@ def inline_branch(model: onnx.ModelProto, at: int, branch: onnx.GraphProto) -> N
     del model.graph.node[at]
     for k, inner in enumerate(nodes):
         model.graph.node.insert(at + k, inner)
+
+
+# ---------------------------------------------------------------- unrolling Loop
+
+# the most iterations a Loop is unrolled to: each is a copy of the body in the generated C
+MAX_UNROLL = 256
+
+
+def unroll_loop(model: onnx.ModelProto, at: int, node: onnx.NodeProto, shapes: dict[str, tuple[int, ...]]) -> bool:
+    """A Loop whose trip count M is a constant (at most MAX_UNROLL), whose condition input is
+    absent or constant true and whose body passes its condition on unchanged (or returns a
+    constant true) becomes M copies of its body: the iteration number a constant in each,
+    the loop-carried values chained, the scan outputs stacked along a new axis 0. False when
+    the Loop is not of that form (it is then refused as control flow)."""
+    trips = constant_value(model, node.input[0], shapes) if len(node.input) > 0 and node.input[0] else None
+    cond = constant_value(model, node.input[1], shapes) if len(node.input) > 1 and node.input[1] else np.array(True)
+    body = attribute_graph(node, "body")
+    if trips is None or cond is None or trips.size != 1 or cond.size != 1 or not bool(cond.reshape(-1)[0]):
+        return False
+    count = int(trips.reshape(-1)[0])
+    if not 0 < count <= MAX_UNROLL or not body_keeps_going(body):
+        return False
+    carried = list(node.input[2:])
+    scans = len(body.output) - 1 - len(carried)
+    taken = defined_names(model.graph) | all_names(model.graph)
+    nodes, stacked = [], [[] for _ in range(scans)]
+    for i in range(count):
+        rename = {}
+        for n in sorted(defined_names(body)):
+            rename[n] = unique_name(f"{node.name or 'Loop'}/{i}/{n}", taken)
+            taken.add(rename[n])
+        iteration, keep_going = (b.name for b in body.input[:2])
+        model.graph.initializer.append(numpy_helper.from_array(np.array(i, np.int64), rename[iteration]))
+        model.graph.initializer.append(numpy_helper.from_array(np.array(True), rename[keep_going]))
+        for b, value in zip(body.input[2:], carried):
+            nodes.append(helper.make_node("Identity", [value], [rename[b.name]], name=rename[b.name]))
+        for t in body.initializer:
+            copy = onnx.TensorProto()
+            copy.CopyFrom(t)
+            copy.name = rename[t.name]
+            model.graph.initializer.append(copy)
+        for inner in body.node:
+            copy = onnx.NodeProto()
+            copy.CopyFrom(inner)
+            rename_in_node(copy, rename)
+            if copy.name:
+                copy.name = unique_name(f"{node.name or 'Loop'}/{i}/{inner.name}", taken)
+                taken.add(copy.name)
+            nodes.append(copy)
+        outs = [rename.get(o.name, o.name) for o in body.output[1:]]
+        carried = outs[:len(carried)]
+        for k, name in enumerate(outs[len(carried):]):
+            stacked[k].append(name)
+    nodes += loop_outputs(model, node, carried, stacked, taken)
+    del model.graph.node[at]
+    for k, inner in enumerate(nodes):
+        model.graph.node.insert(at + k, inner)
+    return True
+
+
+def body_keeps_going(body: onnx.GraphProto) -> bool:
+    """The body's condition output is its condition input (directly or through Identity), or a
+    constant true: every iteration runs."""
+    produced = {o: n for n in body.node for o in n.output}
+    name = body.output[0].name
+    while name in produced and produced[name].op_type == "Identity":
+        name = produced[name].input[0]
+    if name == body.input[1].name:
+        return True
+    init = {t.name: t for t in body.initializer}
+    value = numpy_helper.to_array(init[name]) if name in init else None
+    constant = produced.get(name)
+    if constant is not None and constant.op_type == "Constant":
+        attr = next((a for a in constant.attribute if a.name == "value"), None)
+        value = numpy_helper.to_array(attr.t) if attr is not None else None
+    return value is not None and value.size == 1 and bool(value.reshape(-1)[0])
+
+
+def loop_outputs(model: onnx.ModelProto, node: onnx.NodeProto, carried: list[str], stacked: list[list[str]],
+                 taken: set[str]) -> list[onnx.NodeProto]:
+    """Identity of each final loop-carried value to the Loop's output, and each scan output's
+    per-iteration values unsqueezed on a new axis 0 and concatenated."""
+    nodes = [helper.make_node("Identity", [value], [out], name=f"{node.name or 'Loop'}/{out}")
+             for value, out in zip(carried, node.output) if out]
+    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=13)
+    axes = unique_name(f"{node.name or 'Loop'}/axis0", taken)
+    taken.add(axes)
+    if opset >= 13:
+        model.graph.initializer.append(numpy_helper.from_array(np.array([0], np.int64), axes))
+    for out, values in zip(node.output[len(carried):], stacked):
+        if not out:
+            continue
+        rows = []
+        for value in values:
+            row = unique_name(f"{value}/row", taken)
+            taken.add(row)
+            rows.append(row)
+            nodes.append(helper.make_node("Unsqueeze", [value, axes], [row], name=row) if opset >= 13 else
+                         helper.make_node("Unsqueeze", [value], [row], name=row, axes=[0]))
+        nodes.append(helper.make_node("Concat", rows, [out], name=f"{node.name or 'Loop'}/{out}", axis=0))
+    return nodes
 
 
 def all_names(graph: onnx.GraphProto) -> set[str]:
