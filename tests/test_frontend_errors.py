@@ -350,10 +350,11 @@ def _loop_model() -> onnx.ModelProto:
          helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1, 4])],
         [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
          helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1, 4])])
+    # the trip count an input: a constant one would be unrolled (tests/test_graph_import.py)
     nodes = [helper.make_node("Loop", ["trip", "", "x"], ["y"], name="loop0", body=body)]
-    graph = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
-                              [numpy_helper.from_array(np.array(3, np.int64), "trip")])
+    graph = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4]),
+                                             helper.make_tensor_value_info("trip", TensorProto.INT64, [])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
