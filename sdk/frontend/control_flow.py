@@ -135,7 +135,7 @@ def attribute_graph(node: onnx.NodeProto, name: str) -> onnx.GraphProto:
     for attr in node.attribute:
         if attr.name == name:
             return attr.g
-    raise ModelError(f"node '{node.name or node.op_type}' (If) has no {name}")
+    raise ModelError(f"node '{node.name or node.op_type}' ({node.op_type}) has no {name}")
 
 
 def static_input_shapes(model: onnx.ModelProto, overrides: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
