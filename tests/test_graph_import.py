@@ -740,3 +740,33 @@ def test_a_loop_with_a_constant_trip_count_is_unrolled(tmp_path, pinned):
 def test_a_loop_on_a_run_time_trip_count_is_refused_as_control_flow(tmp_path):
     with pytest.raises(ModelError, match=r"^node 'loop' \(Loop\): control flow is not supported"):
         load_model(loop_model(tmp_path / "m.onnx", None), PROFILE, BOARD, {})
+
+
+def test_com_microsoft_qdq_imports_as_onnx_qdq(tmp_path):
+    """quantize_static with UseQDQContribOps writes QuantizeLinear/DequantizeLinear in the
+    com.microsoft domain (8-bit, scale [1] with zero point [] for the bias): the same int8 model
+    as ONNX's own QDQ."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    class Samples(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.data = iter([{"x": np.random.default_rng(k).random((1, 3, 8, 8)).astype(np.float32)}
+                              for k in range(8)])
+
+        def get_next(self):
+            return next(self.data, None)
+
+    outputs = {}
+    for contrib in (False, True):
+        path = tmp_path / f"qdq_{contrib}.onnx"
+        quantize_static(str(DYNQ_FLOAT), str(path), Samples(), quant_format=QuantFormat.QDQ,
+                        extra_options={"UseQDQContribOps": contrib})
+        domains = {n.domain for n in onnx.load(str(path)).graph.node if n.op_type.endswith("QuantizeLinear")}
+        assert domains == ({"com.microsoft"} if contrib else {""})
+        req = new_request(path, board="host", profile="standard", precision="int8")
+        g = frontend_and_passes(req)
+        quantize(g, req)
+        x = np.random.default_rng(20).random((1, 3, 8, 8)).astype(np.float32)
+        outputs[contrib] = run_quantized_model(g, {"x": x})[1]["y"]
+        assert relative_error(outputs[contrib], ort_run(path, {"x": x})["y"]) < 0.05
+    np.testing.assert_array_equal(outputs[True], outputs[False])

@@ -26,7 +26,7 @@ from ..passes.constant_folding import NEVER_FOLD
 from .control_flow import control_flow_message, fold_static_control_flow, pin_inputs
 from .safety import (CONTROL_FLOW_OPS, check_external_data, first_line, load_external_data, map_external_initializers,
                      read_model_file)
-from .support import declare_used_domains, refuse_unsupported_ops
+from .support import declare_used_domains, refuse_unsupported_ops, standard_qdq
 
 TARGET_OPSET = 13
 # the element types of model inputs: float, and the integer and bool tensors of ir.INTEGER_DTYPES
@@ -61,6 +61,7 @@ def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[st
     fold_static_control_flow(model, input_shapes)
     refuse_control_flow(model, profile)
     refuse_broken_graph(model)
+    standard_qdq(model)
     refuse_unsupported_ops(model, opset_of(model))
     declare_used_domains(model)
     refuse_unknown_custom_ops(model)

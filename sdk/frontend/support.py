@@ -34,6 +34,8 @@ MICROSOFT_HINTS = {
     "QAttention": "quantize_dynamic's Attention: leave it out (op_types_to_quantize=['MatMul', 'Conv'])",
     "QEmbedLayerNormalization": "quantize_dynamic's EmbedLayerNormalization: leave it out "
                                 "(op_types_to_quantize=['MatMul', 'Conv'])",
+    **{op: "ONNX Runtime's QDQ with 16- or 4-bit types (UseQDQContribOps): quantize to 8 bits (QInt8/QUInt8)"
+       for op in ("QuantizeLinear", "DequantizeLinear")},
 }
 CONTRIB_HINT = ("an ONNX Runtime contrib op (its graph optimizer writes them): save the model without ORT's "
                 "optimizations (graph_optimization_level=ORT_DISABLE_ALL, or ORT_ENABLE_BASIC)")
@@ -86,6 +88,22 @@ def refuse_unsupported_ops(model: onnx.ModelProto, opset: int) -> None:
         raise ModelError(unsupported_message(found))
 
 
+def standard_qdq(model: onnx.ModelProto) -> None:
+    """com.microsoft's QuantizeLinear/DequantizeLinear (ONNX Runtime's QDQ with
+    UseQDQContribOps) with 8-bit zero points (and int32 biases) are ONNX's own: move them to ONNX's domain, where
+    the QDQ import takes them. Other types stay, and are listed as unsupported."""
+    init = {t.name: t for t in model.graph.initializer}
+    eight_bit = (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)
+    for node in model.graph.node:
+        if node.domain != "com.microsoft" or node.op_type not in ("QuantizeLinear", "DequantizeLinear"):
+            continue
+        zp = node.input[2] if len(node.input) > 2 else ""
+        # DequantizeLinear of an int32 bias (zero point int32) is ONNX's too
+        allowed = eight_bit + ((onnx.TensorProto.INT32,) if node.op_type == "DequantizeLinear" else ())
+        if not zp or (zp in init and init[zp].data_type in allowed):
+            node.domain = ""
+
+
 def declare_used_domains(model: onnx.ModelProto) -> None:
     """Import the other domains that supported nodes use but the model does not declare: ONNX
     Runtime's quantize_dynamic writes com.microsoft ops into If branches without adding that
@@ -97,4 +115,5 @@ def declare_used_domains(model: onnx.ModelProto) -> None:
             declared.add(node.domain)
 
 
-__all__ = ["refuse_unsupported_ops", "unsupported_message", "declare_used_domains", "DYNAMIC_SHAPE_OPS"]
+__all__ = ["refuse_unsupported_ops", "unsupported_message", "declare_used_domains", "standard_qdq",
+           "DYNAMIC_SHAPE_OPS"]
