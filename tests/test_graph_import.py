@@ -573,6 +573,26 @@ def test_com_microsoft_dynamic_quantize_matmul_imports_as_matmul_plus_bias(tmp_p
     assert np.abs(got - want).max() < 0.03 * np.abs(want).max()
 
 
+def test_matmul_integer_to_float_imports_as_matmul_plus_bias(tmp_path):
+    rng = np.random.default_rng(15)
+    inits = [numpy_helper.from_array(rng.integers(-127, 128, (6, 5)).astype(np.int8), "b"),
+             numpy_helper.from_array(np.array(0.02, np.float32), "bs"), numpy_helper.from_array(np.array(0, np.int8), "bz"),
+             numpy_helper.from_array(rng.standard_normal(5).astype(np.float32), "bias")]
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["a"], ["aq", "as", "az"], name="dq"),
+             helper.make_node("MatMulIntegerToFloat", ["aq", "b", "as", "bs", "az", "bz", "bias"], ["y"], name="mmf",
+                              domain="com.microsoft")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [3, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 5])], inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)]),
+              str(path))
+    ir = load_model(path, PROFILE, BOARD, {})
+    assert [n.op for n in ir.nodes] == ["MatMul", "Add"] and ir.nodes[-1].name == "mmf"
+    a = rng.standard_normal((3, 6)).astype(np.float32)
+    want = ort_run(path, {"a": a})["y"]
+    assert np.abs(run_float(ir, {"a": a})["y"] - want).max() < 0.03 * np.abs(want).max()
+
+
 def test_ops_lists_the_imported_ops_with_their_domains():
     rows = {(r["domain"], r["op"]): r for r in describe_ops()["ops"]}
     for key in [("ai.onnx", "DynamicQuantizeLinear"), ("ai.onnx", "MatMulInteger"), ("ai.onnx", "ConvInteger"),
@@ -770,3 +790,19 @@ def test_com_microsoft_qdq_imports_as_onnx_qdq(tmp_path):
         outputs[contrib] = run_quantized_model(g, {"x": x})[1]["y"]
         assert relative_error(outputs[contrib], ort_run(path, {"x": x})["y"]) < 0.05
     np.testing.assert_array_equal(outputs[True], outputs[False])
+
+
+# the ops of ops/dynamic_quant.py and the tests above that import each (test_ops_reference.py leaves them to this file)
+IMPORTED_OPS = {"DynamicQuantizeLinear": "test_dynamic_quantized_model_imports_as_float_layers_of_its_dequantized_weights",
+                "MatMulInteger": "test_matmul_integer_on_an_integer_input_is_computed_in_float_exactly",
+                "ConvInteger": "test_integer_layer_references_follow_onnx",
+                "com.microsoft::DynamicQuantizeMatMul": "test_com_microsoft_dynamic_quantize_matmul_imports_as_matmul_plus_bias",
+                "com.microsoft::DynamicQuantizeLSTM": "test_dynamic_quantize_lstm_imports_per_tensor_and_per_gate_row",
+                "com.microsoft::MatMulIntegerToFloat": "test_matmul_integer_to_float_imports_as_matmul_plus_bias"}
+
+
+def test_every_imported_op_is_covered_here():
+    from cuvil_sdk.ops import REGISTRY
+    registered = {name for name, op in REGISTRY.items() if type(op).__module__.endswith(".dynamic_quant")}
+    assert registered == set(IMPORTED_OPS)
+    assert all(callable(globals().get(test)) for test in IMPORTED_OPS.values())
