@@ -63,7 +63,11 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
                         "calibration data at --accuracy-target, else within 0.01 of the int8 model's)")
     p.add_argument("--int4-layers", metavar="NAME,...", help="layers (Conv/Gemm/MatMul node names) with int4 "
                    "weights, the others int8 (e.g. what --weight-bits auto chose)")
-    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x32x32", help="fix a dynamic input shape")
+    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x32x32",
+                   help="fix an input's shape: its -1 and symbolic dimensions (repeatable)")
+    p.add_argument("--input-value", action="append", metavar="NAME=VALUE",
+                   help="pin a scalar input to a constant (e.g. sr=16000): it is no longer an input, and an If on "
+                        "it keeps only the branch taken (repeatable)")
     # no argparse default: an option left unset must not override cuvil.toml's input-layout
     p.add_argument("--input-layout", choices=["nchw", "nhwc"],
                    help="nhwc: 4-D inputs take channels-last data (e.g. a camera frame), so no input transpose "

@@ -72,7 +72,7 @@ def input_graph(req: CompileRequest) -> Graph:
     """The model as its inputs take data: the ONNX graph, with 4-D inputs channels-last under
     --input-layout nhwc (so data files are checked against the shapes the build takes)."""
     load_plugins(req.plugins)  # a no-op for those already loaded
-    g = load_model(req.model, req.profile, req.board, req.input_shapes)
+    g = load_model(req.model, req.profile, req.board, req.input_shapes, req.input_values)
     if req.input_layout not in ("nchw", "nhwc"):
         raise UsageError(f"input layout {req.input_layout!r}: expected nchw or nhwc")
     if req.input_layout == "nhwc":

@@ -548,12 +548,6 @@ def check_node_types(model, node) -> None:
                                  f"the plugin declares {dtype}")
 
 
-def unknown_op_message(node) -> str:
-    name = node.name or node.op_type
-    return (f"node '{name}' ({node.domain}::{node.op_type}): no such operator; provide it with --plugin FILE.py "
-            f"(see docs/custom_ops.md)")
-
-
 # ---------------------------------------------------------------- loading
 
 
@@ -677,7 +671,8 @@ def describe_ops() -> dict:
             continue
         spec = OPS.get(key)
         if spec is None:
-            rows.append({"op": key, "domain": "ai.onnx", "source": "built-in", "int8": int8_rule_text(op),
+            domain, _, name = key.rpartition("::")  # built-in ops of other domains: com.microsoft::...
+            rows.append({"op": name, "domain": domain or "ai.onnx", "source": "built-in", "int8": int8_rule_text(op),
                          "kernel_sets": builtin_kernel_sets(op)})
         else:
             sets = sorted({k.kernel_set for k in spec.kernels})

@@ -22,8 +22,8 @@ from .profiles import Profile, get_profile
 Calib = Union[str, np.ndarray, dict[str, np.ndarray], None]
 
 # The options a request takes by keyword, with the CLI's names (underscores for dashes).
-OPTIONS = ("precision", "calib", "calib_method", "name", "accuracy_target", "accuracy_time", "range_split", "int16_layers", "weight_bits",
-           "int4_layers", "input_shape",
+OPTIONS = ("precision", "calib", "calib_method", "name", "accuracy_target", "accuracy_time", "range_split",
+           "int16_layers", "weight_bits", "int4_layers", "input_shape", "input_value",
            "threads", "plugins", "out_dir", "jobs", "input_layout", "weight_layout", "weights", "weights_region",
            "arena_region", "arena_budget")
 
@@ -38,6 +38,8 @@ class CompileRequest:
     calib_method: str = "minmax"
     name: str | None = None
     input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # --input-value: scalar inputs pinned to a constant (control flow on them folds; frontend/control_flow.py)
+    input_values: dict[str, float | int | bool] = field(default_factory=dict)
     progress: bool = False
     verbose: bool = False  # --verbose: every layer on a slower kernel named one line each
     threads: int = 1  # standard profile, Linux boards: large layers split over this many threads
@@ -144,6 +146,7 @@ def new_request(model: str | Path, *, board: str, profile: str | None = None, pr
     the pipeline uses them (precision, placement, calibration method, layouts), with the same
     messages for every front-end. Plugins load here, before anything reads the model."""
     from .frontend import parse_input_shapes
+    from .frontend.control_flow import input_value_specs, parse_input_values
     from .plugins import load_plugins
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
@@ -164,6 +167,7 @@ def new_request(model: str | Path, *, board: str, profile: str | None = None, pr
         model=model.resolve() if model.exists() else model, board=the_board, profile=the_profile,
         precision=options.get("precision"), calib=calib, calib_method=options.get("calib_method") or "minmax",
         name=options.get("name"), input_shapes=parse_input_shapes(input_shape_specs(options.get("input_shape"))),
+        input_values=parse_input_values(input_value_specs(options.get("input_value"))),
         progress=progress, verbose=verbose, threads=default(options.get("threads"), 1),
         accuracy_target=options.get("accuracy_target"),
         range_split=range_split_option(options.get("range_split")),

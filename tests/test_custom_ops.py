@@ -77,8 +77,9 @@ def test_model_with_unknown_custom_op_is_refused_with_exit_3_pointing_to_plugins
     m = model(tmp_path / "m.onnx", "SquarePlus", "com.acme", alpha=0.5)
     r = cli(*compile_args(m, tmp_path / "out"), cwd=tmp_path)
     assert r.returncode == 3
-    assert last_line(r) == ("cuvil-sdk: error: node 'n0' (com.acme::SquarePlus): no such operator; provide it with "
-                            "--plugin FILE.py (see docs/custom_ops.md)")
+    assert last_line(r) == ("cuvil-sdk: error: unsupported op (1): SquarePlus (domain com.acme, first node 'n0'); "
+                            "`cuvil-sdk ops` lists the supported ops; --plugin FILE.py adds an op (see "
+                            "docs/custom_ops.md)")
 
 
 def test_ops_lists_builtins_and_plugin_ops_with_int8_rule_and_kernel_sets(tmp_path):
@@ -306,8 +307,8 @@ def test_onnx_op_the_sdk_lacks_points_to_plugins_and_the_ops_list_exit_3(tmp_pat
             "-o", tmp_path / "out", cwd=tmp_path)
     assert r.returncode == 3, r.stderr
     assert r.stderr.strip().splitlines() == [
-        "cuvil-sdk: error: node 'hm': op 'Hardmax' is not supported (`cuvil-sdk ops` lists the supported ops); "
-        "provide it with --plugin FILE.py (see docs/custom_ops.md)"]
+        "cuvil-sdk: error: unsupported op (1): Hardmax (domain ai.onnx, first node 'hm'); `cuvil-sdk ops` lists the "
+        "supported ops; --plugin FILE.py adds an op (see docs/custom_ops.md)"]
     assert not (tmp_path / "out").exists()
 
 

@@ -457,8 +457,8 @@ def test_dynamic_output_shape_is_refused_naming_the_node(tmp_path):
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
                               [helper.make_tensor_value_info("idx", TensorProto.INT64, [2, None])])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "nz.onnx"))
-    with pytest.raises(ModelError, match=r"node 'nz' \(NonZero\): its output's shape is the number of non-zero "
-                                         r"values at run time \(a dynamic output shape\)"):
+    with pytest.raises(ModelError, match=r"NonZero \(domain ai.onnx, first node 'nz': its output's shape is "
+                                         r"the number of non-zero values at run time \(a dynamic output shape\)"):
         load_model(tmp_path / "nz.onnx", PROFILE, BOARD, {})
 
 

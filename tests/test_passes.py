@@ -10,7 +10,8 @@ from onnx import TensorProto, helper, numpy_helper
 from cuvil_sdk.boards import get_board
 from cuvil_sdk.frontend import load_model
 from cuvil_sdk.frontend.loader import infer_shapes, to_ir
-from cuvil_sdk.passes import fold_batchnorm, fold_constants, fuse_activations, remove_identities, to_channels_last
+from cuvil_sdk.passes import (fold_batchnorm, fold_constants, fold_conv_bias, fuse_activations, remove_identities,
+                              to_channels_last)
 from cuvil_sdk.profiles import get_profile
 from cuvil_sdk.reference import run_float
 
@@ -53,6 +54,20 @@ def test_batchnorm_folds_into_conv():
     before = copy.deepcopy(g)
     fold_batchnorm(g)
     assert "BatchNormalization" not in [n.op for n in g.nodes]
+    assert_same_function(before, g, (1, 3, 6, 6))
+
+
+@pytest.mark.parametrize("shape, folds", [((1, 4, 1, 1), True), ((4, 1, 1), True), ((1,), True), ((), True),
+                                          ((4, 1, 6), False), ((6,), False)])
+def test_add_of_a_per_channel_constant_after_conv_becomes_its_bias(shape, folds):
+    """quantize_dynamic's Conv: ConvInteger (no bias), then Add(y, Reshape(b, [1, M, 1, 1]))."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("Add", ["c", "b"], ["y"], name="bias_add")]
+    g = graph_of(nodes, {"w": RNG.standard_normal((4, 3, 3, 3)), "b": RNG.standard_normal(shape)}, [1, 3, 6, 6])
+    before = copy.deepcopy(g)
+    fold_conv_bias(g)
+    assert [n.op for n in g.nodes] == (["Conv"] if folds else ["Conv", "Add"])
+    assert g.outputs == ["y"] and g.nodes[-1].outputs == ["y"]
     assert_same_function(before, g, (1, 3, 6, 6))
 
 

@@ -14,16 +14,20 @@ from ..errors import ModelError, UsageError
 from ..ir import Graph, Node, Tensor
 from ..ops import REGISTRY
 from ..ops.static import compile_time_inputs
+from ..passes.clip_bounds import clip_bounds_to_min_max
 from ..passes.compare_select import compare_select_to_min_max
 from ..passes.dropout import split_dropout_mask
 from ..passes.empty_tensors import drop_empty_tensors
 from ..passes.layers_1d import layers_1d_to_2d
-from ..plugins import check_node_types, op_key, unknown_op_message
+from ..plugins import check_node_types, op_key
 from ..profiles import Profile
+from ..quant.dynamic_import import has_dynamic_quant, import_dynamic
 from ..quant.qdq_import import has_qdq, import_qdq
 from ..passes.constant_folding import NEVER_FOLD
+from .control_flow import control_flow_message, fold_static_control_flow, pin_inputs
 from .safety import (CONTROL_FLOW_OPS, check_external_data, first_line, load_external_data, map_external_initializers,
                      read_model_file)
+from .support import declare_used_domains, refuse_unsupported_ops, standard_qdq
 
 TARGET_OPSET = 13
 # the element types of model inputs: float, and the integer and bool tensors of ir.INTEGER_DTYPES
@@ -46,7 +50,8 @@ def parse_input_shapes(specs: list[str] | None) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[str, tuple[int, ...]]) -> Graph:
+def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[str, tuple[int, ...]],
+               input_values: dict[str, float | int | bool] | None = None) -> Graph:
     model = read_model_file(path)
     warning = newer_opset_warning(model, path)
     if warning:
@@ -55,8 +60,14 @@ def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[st
     # weights in external files are mapped, not copied (a model to upgrade is converted whole)
     mapped = map_external_initializers(model, path.parent) if opset_of(model) >= TARGET_OPSET else {}
     load_external_data(model, path.parent)
+    if input_values:  # pinned inputs become constants, and the control flow on them folds
+        pin_inputs(model, input_values, input_shapes)
+    fold_static_control_flow(model, input_shapes)
     refuse_control_flow(model, profile)
     refuse_broken_graph(model)
+    standard_qdq(model)
+    refuse_unsupported_ops(model, opset_of(model))
+    declare_used_domains(model)
     refuse_unknown_custom_ops(model)
     try:
         # the file itself when weights were mapped: the checker then finds them where they are
@@ -70,18 +81,24 @@ def load_model(path: Path, profile: Profile, board: Board, input_shapes: dict[st
     if has_qdq(graph):
         # QDQ markers go before shape checks: ops must see their weights as constants
         import_qdq(graph)
+    if has_dynamic_quant(graph):
+        # quantize_dynamic's integer layers become float layers of dequantized weights
+        import_dynamic(graph)
     layers_1d_to_2d(graph)
     compare_select_to_min_max(graph)
+    clip_bounds_to_min_max(graph)
     infer_shapes(graph, board)
     refuse_infinite_weights(graph)
     return graph
 
 
 def refuse_control_flow(model: onnx.ModelProto, profile: Profile) -> None:
+    """Control flow left after folding (loader: fold_static_control_flow) is refused; an If whose
+    condition depends on inputs names them and the --input-value that would fold it."""
     for node in model.graph.node:
         if node.op_type in CONTROL_FLOW_OPS:
             rule = "" if profile.allow_control_flow else f" (the '{profile.name}' profile forbids control flow)"
-            raise ModelError(f"node '{node.name or node.op_type}' ({node.op_type}): control flow is not supported{rule}")
+            raise ModelError(control_flow_message(model, node, rule))
 
 
 def refuse_broken_graph(model: onnx.ModelProto) -> None:
@@ -122,35 +139,17 @@ def refuse_broken_graph(model: onnx.ModelProto) -> None:
 
 
 def refuse_unknown_custom_ops(model: onnx.ModelProto) -> None:
-    """Ops of other domains exist only through plugins (sdk/plugins.py): say how to give one,
-    and check the types the model declares against the plugin's signature."""
+    """Ops of other domains exist only through plugins (sdk/plugins.py); those missing are listed
+    with every other unsupported op by refuse_unsupported_ops (support.py) before this: check the
+    types the model declares against the plugin's signature."""
     for node in model.graph.node:
-        if node.domain not in ("", "ai.onnx") and op_key(node.domain, node.op_type) not in REGISTRY:
-            raise ModelError(unknown_op_message(node))
         check_node_types(model, node)
 
 
-# ONNX ops whose output's shape depends on the values of their input (how many are non-zero,
-# unique, kept by a non-maximum suppression, ...): a static-shape compiler cannot give them one
-DYNAMIC_SHAPE_OPS = {"NonZero": "the number of non-zero values", "Unique": "the number of distinct values",
-                     "NonMaxSuppression": "the number of boxes kept", "Compress": "the number of true conditions",
-                     "StringSplit": "the number of substrings"}
-
-
 def refuse_unsupported(model: onnx.ModelProto) -> None:
-    """An ONNX op the SDK lacks: the list of those it has (90-odd names) is `cuvil-sdk ops`'s,
-    not this line's; the way to add one is a plugin (ONNX's own domain takes plugin ops too).
-    An op whose output shape depends on values is named as such (no plugin can give it one)."""
-    for node in model.graph.node:
-        key = op_key(node.domain, node.op_type)
-        if key not in REGISTRY and node.op_type in DYNAMIC_SHAPE_OPS and node.domain in ("", "ai.onnx"):
-            raise ModelError(f"node '{node.name or node.op_type}' ({node.op_type}): its output's shape is "
-                             f"{DYNAMIC_SHAPE_OPS[node.op_type]} at run time (a dynamic output shape); static shapes "
-                             f"are required")
-        if key not in REGISTRY:
-            raise ModelError(f"node '{node.name or node.op_type}': op '{node.op_type}' is not supported "
-                             f"(`cuvil-sdk ops` lists the supported ops); provide it with --plugin FILE.py "
-                             f"(see docs/custom_ops.md)")
+    """After the opset upgrade: an op the converter made that the SDK lacks, listed as before
+    the upgrade (support.py)."""
+    refuse_unsupported_ops(model, TARGET_OPSET)
 
 
 def opset_of(model: onnx.ModelProto) -> int:
@@ -328,16 +327,17 @@ def fixed_input_shape(inp: onnx.ValueInfoProto, overrides: dict[str, tuple[int, 
         shape = overrides[inp.name]
         if dims and len(shape) != len(dims):
             raise UsageError(f"--input-shape {inp.name}: rank {len(shape)} differs from the model's {len(dims)}")
-        for d, fixed in zip(dims, shape):
-            if d.HasField("dim_value") and d.dim_value != fixed:
-                raise UsageError(f"--input-shape {inp.name}: dimension {fixed} contradicts the model's {d.dim_value}")
+        for axis, (d, fixed) in enumerate(zip(dims, shape)):
+            # -1 (paddle2onnx's dynamic batch) and symbolic dims are what --input-shape fixes
+            if d.HasField("dim_value") and d.dim_value >= 0 and d.dim_value != fixed:
+                raise UsageError(f"--input-shape {inp.name}: axis {axis} is {d.dim_value} in the model, not {fixed}")
         return shape
     if not inp.type.tensor_type.HasField("shape"):
         raise ModelError(f"input '{inp.name}' has no shape; fix it with --input-shape {inp.name}=1x...")
     shape = []
     for d in dims:  # a dimension of 0 is static (an empty tensor)
         if not d.HasField("dim_value") or d.dim_value < 0:
-            label = d.dim_param or "?"
+            label = d.dim_param or (str(d.dim_value) if d.HasField("dim_value") else "?")  # -1: paddle2onnx's
             raise ModelError(f"input '{inp.name}' has a dynamic dimension '{label}'; static shapes are required: "
                              f"fix it with {input_shape_hint(inp.name, dims)}")
         shape.append(d.dim_value)

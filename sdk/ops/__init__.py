@@ -6,6 +6,7 @@ from . import (  # noqa: F401  (imported for registration)
     compare,
     conv,
     conv_transpose,
+    dynamic_quant,
     elementwise,
     gather,
     index,

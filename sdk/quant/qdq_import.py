@@ -32,6 +32,8 @@ def qdq_params(g: Graph, node: Node) -> tuple[np.ndarray, np.ndarray, np.dtype]:
     if scale is None or (len(node.inputs) > 2 and node.inputs[2] and zp is None):
         raise ModelError(f"node '{node.name}' ({node.op}): scale and zero point must be constants")
     zp = np.zeros_like(scale, np.uint8) if zp is None else zp
+    if scale.size == 1 and zp.size == 1:  # one value each, whatever their ranks ([1] and [] from ORT's contrib QDQ)
+        scale, zp = scale.reshape(()), zp.reshape(())
     if scale.ndim > 1 or scale.shape != zp.shape or scale.size == 0:
         raise ModelError(f"node '{node.name}' ({node.op}): scale {list(scale.shape)} and zero point "
                          f"{list(zp.shape)} must be one scalar or one vector of the same length")
