@@ -50,10 +50,11 @@ class BuildResult:
     def run(self, x: Any) -> dict[str, np.ndarray]:
         """Run samples on the board's runner (natively for host, under QEMU otherwise), like
         `cuvil-sdk run`: `x` is an array (single-input model) or {input name: array}, with an
-        optional leading sample axis; returns {output name: array}, the samples stacked."""
+        optional leading sample axis; returns {output name: array}, each (N, *output shape): the
+        samples stacked (data.stack_samples), as `run` writes them."""
         from .commands import run_samples
         from .compiler import input_graph
-        from .data import as_samples
+        from .data import as_samples, stack_samples
         from .preflight import check_runnable
         check_runnable(self.board, "run")
         g = input_graph(self.request)
@@ -66,7 +67,7 @@ class BuildResult:
         samples = as_samples(g, {n: arrays[n] for n in g.inputs}, "input data")
         result = run_samples(self.board, self.info, samples, sys.stderr.isatty())
         names = [t["name"] for t in self.info["outputs"]]
-        return {n: np.concatenate([s[n] for s in result["outputs"]], axis=0) for n in names}
+        return stack_samples(names, result["outputs"])
 
     def load(self):
         """The runtime model (cuvil_sdk.runtime) of a shared library built for this machine."""

@@ -237,8 +237,8 @@ def per_layer_table(req: CompileRequest, samples: list[dict], jobs: int, folder:
         table.append({**entry, "cosine": m["cosine"], "rel_l2": m["rel_l2"]})
         kept[layer["onnx_tensor"]], kept[f"onnxruntime/{layer['onnx_tensor']}"] = ours, ref
     if keep_dumps:
-        from .data import write_outputs
-        write_outputs(folder / "layers.npz", list(kept), [{k: v for k, v in kept.items()}])
+        from .data import write_arrays
+        write_arrays(folder / "layers.npz", kept)  # each array already (N, *layer shape)
     return table
 
 
