@@ -9,7 +9,7 @@ without a subprocess, and returns a BuildResult (README, "Python API").
         logits = model(x)
 
 Options have the CLI's names with underscores for dashes (`calib_method`, `accuracy_target`,
-`int16_layers`, `weight_bits`, `int4_layers`, `input_shape`, `threads`, `plugins`, `out_dir`, `jobs`, `input_layout`,
+`int16_layers`, `weight_bits`, `int4_layers`, `input_shape`, `input_precision`, `threads`, `plugins`, `out_dir`, `jobs`, `input_layout`,
 `weight_layout`, `weights`, `weights_region`, `arena_region`); they go through the same checks as the command line, so errors are the
 SDK's exception types (sdk/errors.py) with the CLI's messages.
 """

@@ -53,6 +53,10 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
     p.add_argument("--int4-layers", metavar="NAME,...", help="layers (Conv/Gemm/MatMul node names) with int4 "
                    "weights, the others int8 (e.g. what --weight-bits auto chose)")
     p.add_argument("--input-shape", action="append", metavar="NAME=1x3x32x32", help="fix a dynamic input shape")
+    p.add_argument("--input-precision", action="append", metavar="NAME=float|int16",
+                   help="int8 builds: keep an input (a raw waveform, a recurrent state) and the first layer that "
+                        "reads it out of int8: float (standard profile), or int16 with 16x8 layers (lite); "
+                        "repeatable")
     # no argparse default: an option left unset must not override cuvil.toml's input-layout
     p.add_argument("--input-layout", choices=["nchw", "nhwc"],
                    help="nhwc: 4-D inputs take channels-last data (e.g. a camera frame), so no input transpose "

@@ -25,6 +25,7 @@ from .planner.budget import fit_budget
 from .plugins import load_plugins
 from .quant.calibrate import calibrate
 from .quant.half import to_half
+from .quant.mixed import bridged_layers
 from .quant.quantize import needs_calibration, quantize_graph
 from .quant.sensitivity import choose_int4, choose_int4_scales, choose_layers
 from .quant.weight_bits import WEIGHT_BITS, int4_candidates, mark_int4, report_auto, staying_int8
@@ -102,11 +103,13 @@ def quantize(g: Graph, req: CompileRequest) -> dict[str, list[str]]:
         else:  # arrays given to the Python API
             samples = memory_samples(req.calib, g, "calibration data")
         observer = calibrate(g, samples, len(samples), req.calib_method, req.progress)
-    float_layers, int16_layers = [], list(req.int16_layers)
+    float_layers, int16_layers = input_precision_layers(g, req)
+    int16_layers += [n for n in req.int16_layers if n not in int16_layers]
     if req.accuracy_target is not None:
-        mode = "float" if "fp32" in req.profile.precisions and "fp32" in req.board.get("precisions", []) else "int16"
+        mode = "float" if float_allowed(req) else "int16"
         chosen = higher_precision_layers(g, req, observer, samples, mode)
         (float_layers if mode == "float" else int16_layers).extend(chosen)
+    float_layers += bridged_layers(g, float_layers)
     if int16_layers and observer is None:
         raise UsageError("int16 layers need calibration data (--calib) for their int16 scales")
     int4_layers = choose_weight_bits(g, req, observer, samples, set(float_layers), set(int16_layers))
@@ -118,6 +121,75 @@ def quantize(g: Graph, req: CompileRequest) -> dict[str, list[str]]:
         chosen.update({"weight_bits": mode, "int4_layers": int4_layers,
                        "int8_weight_layers": staying_int8(g) if weight_bits_mode(req) in ("4", "auto") else []})
     return chosen
+
+
+def float_allowed(req: CompileRequest) -> bool:
+    """Layers may be kept in float: the profile and the board both have fp32 (standard)."""
+    return "fp32" in req.profile.precisions and "fp32" in req.board.get("precisions", [])
+
+
+def input_precision_layers(g: Graph, req: CompileRequest) -> tuple[list[str], list[str]]:
+    """--input-precision: the layers kept in float, and those made 16x8, so that each named input
+    reaches its first computing layer unquantized (float; the input itself then stays float:
+    quant/mixed.py) or in int16. Layers that only move or pick values (Reshape, Transpose, ...:
+    their output keeps the input's scale) are kept with it, up to the first that computes."""
+    float_layers: list[str] = []
+    int16_layers: list[str] = []
+    for name, precision in req.input_precision.items():
+        check_input_precision(g, req, name, precision)
+        chain = first_layers(g, name)
+        if precision == "float":
+            float_layers += [n for n in chain if n not in float_layers]
+        else:
+            int16_layers += [n for n in int16_chain(g, name, chain) if n not in int16_layers]
+    return float_layers, int16_layers
+
+
+def check_input_precision(g: Graph, req: CompileRequest, name: str, precision: str) -> None:
+    """The named input is a float input of the model, and its precision is one the build has."""
+    if name not in g.inputs:
+        raise UsageError(f"--input-precision {name}={precision}: the model has no input '{name}' "
+                         f"(its inputs: {', '.join(g.inputs)})")
+    if g.tensors[name].is_integer:
+        raise UsageError(f"--input-precision {name}={precision}: '{name}' is a {g.tensors[name].dtype} input, "
+                         f"never quantized")
+    if precision == "float" and not float_allowed(req):
+        raise UsageError(f"--input-precision {name}=float: profile '{req.profile.name}' on board "
+                         f"'{req.board.name}' has no float layers (int8 only): use {name}=int16")
+
+
+def first_layers(g: Graph, name: str) -> list[str]:
+    """The layers from input `name` to the first ones that compute on it: its readers, and the
+    readers of those whose output keeps its quantization ("same": Reshape, Transpose, ...)."""
+    from .ops import get_op
+    chain: list[str] = []
+    frontier = [name]
+    while frontier:
+        tensor = frontier.pop()
+        for node in g.consumers(tensor):
+            if node.name in chain:
+                continue
+            chain.append(node.name)
+            if get_op(node.op).qparams_rule(node, g) == "same":
+                frontier += [o for o in node.outputs if o]
+    return chain
+
+
+def int16_chain(g: Graph, name: str, chain: list[str]) -> list[str]:
+    """--input-precision NAME=int16: the computing layers of the chain made 16x8 (quant/int16.py);
+    one that cannot be is refused, naming it."""
+    from .quant.int16 import WIDENABLE
+    nodes = {n.name: n for n in g.nodes}
+    computing = [n for n in chain if n in nodes and nodes[n].op not in MOVING_OPS]
+    refused = [n for n in computing if nodes[n].op not in WIDENABLE]
+    if refused:
+        raise UsageError(f"--input-precision {name}=int16: its first layer '{refused[0]}' ({nodes[refused[0]].op}) "
+                         f"cannot be 16x8 (only {', '.join(sorted(WIDENABLE))})")
+    return computing
+
+
+# layers that only move values: an int16 input passes them in int16 to its first 16x8 layer
+MOVING_OPS = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity"}
 
 
 def weight_bits_mode(req: CompileRequest) -> str:

@@ -62,6 +62,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("weight-bits", "weight_bits", "word", help="int8 builds: 8 (default), 4 or auto: the bits of the weights"),
     Key("int4-layers", "int4_layers", "list", help="layers with int4 weights (the others int8)"),
     Key("input-shape", "input_shape", "strings", help="fix dynamic inputs: [\"x=1x3x32x32\"]"),
+    Key("input-precision", "input_precision", "strings",
+        help="inputs kept out of int8: [\"audio=float\", \"h=int16\"]"),
     Key("threads", "threads", "integer", default=1, help="standard profile, Linux boards: threads per call"),
     Key("input-layout", "input_layout", "string", default="nchw", help="nchw, or nhwc: channels-last input data"),
     Key("weight-layout", "weight_layout", "string", help="cortex-m7: int8 (default) or int16 weights in flash"),
@@ -372,6 +374,7 @@ model = "model.onnx"         # the ONNX model
 calib = "calib.npy"          # calibration samples (.npy/.npz), or "random" (not representative)
 # name = "model"             # C symbol prefix (default: the model file's name)
 # input-shape = ["input=1x3x32x32"]     # fix dynamic input dimensions
+# input-precision = ["audio=float"]     # keep an input (audio, recurrent state) out of int8 (lite: "=int16")
 # accuracy-target = 0.99     # keep the layers that hurt most in higher precision
 # int16-layers = ["conv1"]   # layers built with int16 activations
 # weight-bits = 4            # int4 weights, two per byte (8: the default; "auto": int4 where the accuracy holds)
