@@ -106,3 +106,34 @@ def test_cli_run_state_fed_back_through_the_outputs_file(built):
             np.testing.assert_array_equal(out["cn"][0], want["cn"])
             h, c = want["hn"], want["cn"]
             state = {"h": out["hn"], "c": out["cn"]}  # unchanged: (1, 1, 1, 32) is one sample of (1, 1, 32)
+
+
+@pytest.mark.parametrize("board", ["host", "cortex-m7"])
+def test_lite_int16_audio_and_state_bit_exact_with_the_reference(built, board):
+    """lite (int8 only): audio, h and c in int16 on the library (host) and the firmware under
+    QEMU (cortex-m7): the manifest declares the int16 inputs and the int16 state outputs, run()
+    quantizes float audio and state to int16 and returns hn, cn dequantized from int16, and 20
+    chunks (loud, soft and quiet), each with the state the reference carries into it, give the
+    numpy reference's outputs bit for bit."""
+    work = built["work"]
+    opts = {"board": board, "profile": "lite", "calib": str(work / "calib.npz"),
+            "input_precision": ["audio=int16", "h=int16", "c=int16"]}
+    with contextlib.redirect_stderr(io.StringIO()):
+        build = cuvil_sdk.build(VAD / "vad.onnx", out_dir=work / f"lite-{board}", **opts)
+    kinds = {t["name"]: (t["dtype"], t["zero_point"]) for t in build.info["inputs"] + build.info["outputs"]}
+    assert all(kinds[n] == ("int16", 0) for n in ("audio", "h", "c", "hn", "cn")) and kinds["prob"][0] == "int8"
+    req = new_request(VAD / "vad.onnx", **opts)
+    g = frontend_and_passes(req)
+    with contextlib.redirect_stderr(io.StringIO()):
+        quantize(g, req)
+    h, c, feeds, want = np.zeros(STATE, np.float32), np.zeros(STATE, np.float32), [], []
+    for x in built["audio"][:60]:  # the reference's own sequence: nonzero int16 states
+        out = run_quantized_model(g, {"audio": x, "h": h, "c": c})[1]
+        feeds.append((x, h, c))
+        want.append(out)
+        h, c = out["hn"], out["cn"]
+    chosen = list(range(40, 60))
+    got = build.run({k: np.stack([feeds[i][j] for i in chosen]) for j, k in enumerate(("audio", "h", "c"))})
+    for name in ("prob", "hn", "cn"):
+        expected = np.stack([want[i][name] for i in chosen])
+        assert got[name].shape == expected.shape and np.array_equal(got[name], expected), name

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .boards import all_boards
@@ -103,7 +104,8 @@ def quantize(g: Graph, req: CompileRequest) -> dict[str, list[str]]:
         else:  # arrays given to the Python API
             samples = memory_samples(req.calib, g, "calibration data")
         observer = calibrate(g, samples, len(samples), req.calib_method, req.progress)
-    float_layers, int16_layers = input_precision_layers(g, req)
+    inputs = input_precision_layers(g, req)
+    float_layers, int16_layers = inputs.float_layers, inputs.int16_layers
     int16_layers += [n for n in req.int16_layers if n not in int16_layers]
     if req.accuracy_target is not None:
         mode = "float" if float_allowed(req) else "int16"
@@ -113,7 +115,10 @@ def quantize(g: Graph, req: CompileRequest) -> dict[str, list[str]]:
     if int16_layers and observer is None:
         raise UsageError("int16 layers need calibration data (--calib) for their int16 scales")
     int4_layers = choose_weight_bits(g, req, observer, samples, set(float_layers), set(int16_layers))
-    quantize_graph(g, observer, set(float_layers), set(int16_layers), set(int4_layers))
+    if (inputs.int16_inputs or inputs.int16_states) and observer is None:
+        raise UsageError("--input-precision NAME=int16 needs calibration data (--calib) for its int16 scale")
+    quantize_graph(g, observer, set(float_layers), set(int16_layers), set(int4_layers), inputs.int16_inputs,
+                   inputs.int16_states)
     chosen = {"float_layers": float_layers, "int16_layers": sorted(set(int16_layers))}
     int4_layers = [n.name for n in g.nodes if n.weight_bits == 4]  # INT4 QDQ weights included
     if req.weight_bits is not None or int4_layers:  # a build that says nothing of weight bits keeps its manifest
@@ -128,21 +133,47 @@ def float_allowed(req: CompileRequest) -> bool:
     return "fp32" in req.profile.precisions and "fp32" in req.board.get("precisions", [])
 
 
-def input_precision_layers(g: Graph, req: CompileRequest) -> tuple[list[str], list[str]]:
+@dataclass
+class InputPrecision:
+    """What --input-precision asks of the quantizer."""
+    float_layers: list[str] = field(default_factory=list)  # kept in float (standard)
+    int16_layers: list[str] = field(default_factory=list)  # made 16x8 (lite)
+    int16_inputs: set[str] = field(default_factory=set)  # model inputs taken as int16
+    int16_states: set[str] = field(default_factory=set)  # recurrent state outputs written as int16
+
+
+def input_precision_layers(g: Graph, req: CompileRequest) -> InputPrecision:
     """--input-precision: the layers kept in float, and those made 16x8, so that each named input
     reaches its first computing layer unquantized (float; the input itself then stays float:
     quant/mixed.py) or in int16. Layers that only move or pick values (Reshape, Transpose, ...:
-    their output keeps the input's scale) are kept with it, up to the first that computes."""
-    float_layers: list[str] = []
-    int16_layers: list[str] = []
+    their output keeps the input's scale) are kept with it, up to the first that computes. An
+    int16 state input of an LSTM pairs with its state output (Y_h for h, Y_c for c), also int16."""
+    chosen = InputPrecision()
     for name, precision in req.input_precision.items():
         check_input_precision(g, req, name, precision)
         chain = first_layers(g, name)
         if precision == "float":
-            float_layers += [n for n in chain if n not in float_layers]
-        else:
-            int16_layers += [n for n in int16_chain(g, name, chain) if n not in int16_layers]
-    return float_layers, int16_layers
+            chosen.float_layers += [n for n in chain if n not in chosen.float_layers]
+            continue
+        layers, states = int16_chain(g, name, chain)
+        chosen.int16_layers += [n for n in layers if n not in chosen.int16_layers]
+        chosen.int16_inputs.add(name)
+        chosen.int16_states |= states
+    check_state_pairs(g, chosen.int16_inputs)
+    return chosen
+
+
+def check_state_pairs(g: Graph, int16_inputs: set[str]) -> None:
+    """An LSTM's h and c are int16 together (its int16-state kernel takes both)."""
+    for node in g.nodes:
+        if node.op != "LSTM":
+            continue
+        states = [i for i in node.inputs[5:7] if i]
+        named = [i for i in states if i in int16_inputs]
+        if named and len(named) != len(states):
+            other = next(i for i in states if i not in int16_inputs)
+            raise UsageError(f"--input-precision {named[0]}=int16: layer '{node.name}' (LSTM) takes its h and c "
+                             f"states in int16 together: give {other}=int16 too")
 
 
 def check_input_precision(g: Graph, req: CompileRequest, name: str, precision: str) -> None:
@@ -175,21 +206,30 @@ def first_layers(g: Graph, name: str) -> list[str]:
     return chain
 
 
-def int16_chain(g: Graph, name: str, chain: list[str]) -> list[str]:
-    """--input-precision NAME=int16: the computing layers of the chain made 16x8 (quant/int16.py);
-    one that cannot be is refused, naming it."""
+def int16_chain(g: Graph, name: str, chain: list[str]) -> tuple[list[str], set[str]]:
+    """--input-precision NAME=int16: (the layers of the chain made 16x8, the recurrent state
+    outputs paired with it). Aliases (Reshape, Squeeze: the input's bytes under another shape)
+    pass it on; an LSTM that takes it as its initial h or c (inputs 5, 6) keeps it int16 as its
+    state and writes the matching Y_h or Y_c in int16; any other layer is made 16x8, and one
+    that cannot be is refused, naming it."""
+    from .ops import get_op
     from .quant.int16 import WIDENABLE
     nodes = {n.name: n for n in g.nodes}
-    computing = [n for n in chain if n in nodes and nodes[n].op not in MOVING_OPS]
-    refused = [n for n in computing if nodes[n].op not in WIDENABLE]
-    if refused:
-        raise UsageError(f"--input-precision {name}=int16: its first layer '{refused[0]}' ({nodes[refused[0]].op}) "
-                         f"cannot be 16x8 (only {', '.join(sorted(WIDENABLE))})")
-    return computing
-
-
-# layers that only move values: an int16 input passes them in int16 to its first 16x8 layer
-MOVING_OPS = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity"}
+    layers, states = [], set()
+    for n in chain:
+        node = nodes[n]
+        if get_op(node.op).alias:
+            continue
+        if node.op == "LSTM" and name in node.inputs[5:7] and name not in node.inputs[:5]:
+            index = node.inputs.index(name, 5)
+            if len(node.outputs) > index - 4 and node.outputs[index - 4]:
+                states.add(node.outputs[index - 4])
+            continue
+        if node.op not in WIDENABLE:
+            raise UsageError(f"--input-precision {name}=int16: its first layer '{n}' ({node.op}) cannot take it in "
+                             f"int16 (only {', '.join(sorted(WIDENABLE))} as 16x8, or an LSTM as its h or c state)")
+        layers.append(n)
+    return layers, states
 
 
 def weight_bits_mode(req: CompileRequest) -> str:

@@ -151,3 +151,49 @@ def test_cli_refuses_a_bad_input_precision_in_one_line(tmp_path, spec, message):
                         str(tmp_path / "out")], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert r.returncode == 2 and r.stderr.strip().splitlines()[-1] == message, r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_lite_int16_audio_reaches_its_16x8_filter_bank_unquantized_to_int8(vad):
+    """lite (int8 only): audio=int16 makes the input int16 (symmetric, zero point 0) and its
+    first computing layer 16x8; the Reshapes on the way are aliases of its int16 bytes, so no
+    int8 step lies between the user's waveform and the filter bank. A quiet chunk (< 0.004)
+    keeps its shape in int16 where int8 rounds nearly all of it to zero."""
+    g, chosen = quantized_graph(vad, board="cortex-m7", profile="lite", input_precision=["audio=int16"])
+    audio = g.tensors["audio"]
+    assert audio.dtype == "int16" and audio.q.scalar()[1] == 0 and chosen["int16_layers"] == ["filter_bank"]
+    conv = next(n for n in g.nodes if n.name == "filter_bank")
+    assert conv.precision == "int16" and g.tensors[conv.inputs[0]].dtype == "int16"
+    assert not any(n.op == "_Requant" and g.tensors[n.outputs[0]].dtype == "int16" for n in g.nodes)
+    from cuvil_sdk.kernels.requant import quantize_float
+    quiet = vad["audio"][57]
+    wide = quantize_float(quiet, *audio.q.scalar(), "int16")
+    int8_g, _ = quantized_graph(vad, board="cortex-m7", profile="lite")
+    narrow = quantize_float(quiet, *int8_g.tensors["audio"].q.scalar())
+    assert np.count_nonzero(wide) > 500 and np.corrcoef(wide.ravel(), quiet.ravel())[0, 1] > 0.999
+    zero = int8_g.tensors["audio"].q.scalar()[1]
+    assert (narrow == zero).mean() > 0.9  # int8 (scale about 1.6/255): nearly every sample the silence's code
+
+
+def test_lite_int16_state_pair_of_the_lstm(vad):
+    """h=int16 c=int16: the LSTM takes its states in int16 and writes Y_h, Y_c in int16 (the
+    pair fed back), the head reads an int8 _Requant of Y_h. On this fixture the lite build then
+    decides every chunk but the quiet bursts as the float model does: those are lost at the
+    16x8 filter bank's int8 output, which the LSTM takes as its int8 input."""
+    g, _ = quantized_graph(vad, board="cortex-m7", profile="lite", input_precision=["audio=int16", "h=int16", "c=int16"])
+    for name in ("h", "c", "hn", "cn"):
+        assert g.tensors[name].dtype == "int16" and g.tensors[name].q.scalar()[1] == 0, name
+    lstm = next(n for n in g.nodes if n.op == "LSTM")
+    assert lstm.q["wide_state"] and lstm.q["out_wide"] == [False, True, True]
+    head = next(n for n in g.nodes if n.name == "flatten_h")
+    assert g.producer(head.inputs[0]).op == "_Requant" and g.tensors[head.inputs[0]].dtype == "int8"
+    probs, outs = reference_sequence(g, vad["audio"])
+    assert outs[0]["cn"].dtype == np.float32 and outs[0]["cn"].shape == STATE
+    quiet = np.array([0.001 < np.abs(x).max() < 0.004 for x in vad["audio"]])
+    same = (probs > 0.5) == (vad["probs"] > 0.5)
+    assert same[~quiet].all() and quiet.sum() == 21
+
+
+def test_lite_int16_state_needs_both_h_and_c_and_an_lstm_or_16x8_reader(vad):
+    with pytest.raises(UsageError, match=r"--input-precision h=int16: layer 'lstm' \(LSTM\) takes its h and c states "
+                                         r"in int16 together: give c=int16 too"):
+        quantized_graph(vad, board="cortex-m7", profile="lite", input_precision=["h=int16"])

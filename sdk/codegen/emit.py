@@ -62,8 +62,8 @@ def io_entries(g: Graph, names: list[str], plan: ArenaPlan, int8: bool) -> list[
         t = g.tensors[name]
         if t.is_integer or (int8 and t.q is None):
             dtype, scale, zp = t.dtype, None, None
-        else:
-            dtype = "int8" if int8 else "float32"
+        else:  # int16: an --input-precision NAME=int16 input, quantized by run() to int16
+            dtype = ("int16" if t.dtype == "int16" else "int8") if int8 else "float32"
             scale, zp = t.q.scalar() if int8 else (1.0, 0)
         entries.append({"index": i, "name": name, "shape": list(t.shape), "size": t.size, "offset": plan.offsets[name],
                         "dtype": dtype, "scale": scale, "zero_point": zp,
