@@ -21,11 +21,13 @@ from .kernels.contract import declarations
 from .kernels.options import CodegenOptions
 from .passes import optimize
 from .passes.layout import inputs_channels_last
+from .ops import get_op
 from .planner import ArenaPlan, plan_arena
 from .planner.budget import fit_budget
 from .plugins import load_plugins
 from .quant.calibrate import calibrate
 from .quant.half import to_half
+from .quant.int16 import WIDENABLE
 from .quant.mixed import bridged_layers
 from .quant.quantize import needs_calibration, quantize_graph
 from .quant.sensitivity import choose_int4, choose_int4_scales, choose_layers
@@ -192,7 +194,6 @@ def check_input_precision(g: Graph, req: CompileRequest, name: str, precision: s
 def first_layers(g: Graph, name: str) -> list[str]:
     """The layers from input `name` to the first ones that compute on it: its readers, and the
     readers of those whose output keeps its quantization ("same": Reshape, Transpose, ...)."""
-    from .ops import get_op
     chain: list[str] = []
     frontier = [name]
     while frontier:
@@ -212,8 +213,6 @@ def int16_chain(g: Graph, name: str, chain: list[str]) -> tuple[list[str], set[s
     pass it on; an LSTM that takes it as its initial h or c (inputs 5, 6) keeps it int16 as its
     state and writes the matching Y_h or Y_c in int16; any other layer is made 16x8, and one
     that cannot be is refused, naming it."""
-    from .ops import get_op
-    from .quant.int16 import WIDENABLE
     nodes = {n.name: n for n in g.nodes}
     layers, states = [], set()
     for n in chain:
