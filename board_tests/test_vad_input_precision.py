@@ -108,10 +108,10 @@ def test_cli_run_state_fed_back_through_the_outputs_file(built):
             state = {"h": out["hn"], "c": out["cn"]}  # unchanged: (1, 1, 1, 32) is one sample of (1, 1, 32)
 
 
-@pytest.mark.parametrize("board", ["host", "cortex-m7"])
+@pytest.mark.parametrize("board", ["host", "cortex-m7", "rpi5"])
 def test_lite_int16_audio_and_state_bit_exact_with_the_reference(built, board):
     """lite (int8 only): audio, h and c in int16 on the library (host) and the firmware under
-    QEMU (cortex-m7): the manifest declares the int16 inputs and the int16 state outputs, run()
+    QEMU (cortex-m7) and qemu-aarch64 (rpi5): the manifest declares the int16 inputs and state outputs, run()
     quantizes float audio and state to int16 and returns hn, cn dequantized from int16, and 20
     chunks (loud, soft and quiet), each with the state the reference carries into it, give the
     numpy reference's outputs bit for bit."""
