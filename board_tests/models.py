@@ -61,4 +61,4 @@ def ort_outputs(model: str, x: np.ndarray) -> np.ndarray:
     so.intra_op_num_threads = 1
     s = ort.InferenceSession(str(EXAMPLES / model), so)
     name = s.get_inputs()[0].name
-    return np.concatenate([s.run(None, {name: x[i:i + 1]})[0] for i in range(len(x))])
+    return np.stack([s.run(None, {name: x[i:i + 1]})[0] for i in range(len(x))])

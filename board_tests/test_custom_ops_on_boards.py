@@ -60,7 +60,7 @@ def int8_reference(tmp: Path, board: str, profile: str, x: np.ndarray) -> np.nda
                          calib=str(tmp / "calib.npy"), plugins=[str(EXAMPLE)])
     with plugins_loaded([str(EXAMPLE)]):
         g = reference_graph(req)
-        return np.concatenate([run_quantized_model(g, {"x": x[i:i + 1]})[1]["y"] for i in range(len(x))])
+        return np.stack([run_quantized_model(g, {"x": x[i:i + 1]})[1]["y"] for i in range(len(x))])
 
 
 def test_example_plugin_int8_on_host_and_cortex_m7_bit_exact_with_the_integer_reference(work):
@@ -86,14 +86,15 @@ def test_example_plugin_fp32_on_host_within_1e_5_of_its_reference(work):
     with plugins_loaded([str(EXAMPLE)]):
         from cuvil_sdk.plugins import OPS
         expected = OPS["com.example::SquaredRelu"].reference(x, alpha=0.75)
-    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+    # five (3, 7) samples of a (1, 3, 7) input: outputs (N, *output shape), stacked
+    np.testing.assert_allclose(y, expected[:, None], rtol=1e-5, atol=1e-5)
     x = RNG.standard_normal((3, 1, 8, 8)).astype(np.float32)
     conv_y, _ = run(work, "host", "standard", work / "conv_sq.onnx", x, "--precision", "fp32")
     req = CompileRequest(model=work / "conv_sq.onnx", board=get_board("host"), profile=get_profile("standard"),
                          precision="fp32", plugins=[str(EXAMPLE)])
     with plugins_loaded([str(EXAMPLE)]):
         g = reference_graph(req)
-        expected = np.concatenate([run_float(g, {"x": x[i:i + 1]})["y"] for i in range(len(x))])
+        expected = np.stack([run_float(g, {"x": x[i:i + 1]})["y"] for i in range(len(x))])
     np.testing.assert_allclose(conv_y, expected, rtol=1e-5, atol=1e-5)
 
 
@@ -146,7 +147,7 @@ def test_plugin_with_its_own_int8_rule_is_bit_exact_on_host(tmp_path):
                          calib=str(tmp_path / "calib.npy"), plugins=[str(tmp_path / "neg.py")])
     with plugins_loaded([str(tmp_path / "neg.py")]):
         ref_g = reference_graph(req)
-        expected = np.concatenate([run_quantized_model(ref_g, {"x": x[i:i + 1]})[1]["y"] for i in range(len(x))])
+        expected = np.stack([run_quantized_model(ref_g, {"x": x[i:i + 1]})[1]["y"] for i in range(len(x))])
     assert np.array_equal(np.load(tmp_path / "y.npz")["y"], expected)
 
 

@@ -121,7 +121,7 @@ def test_int4_qdq_model_is_imported_with_its_own_weights(tmp_path):
         assert info["weight_bits"] == "qdq" and info["int4_layers"] == ["conv1", "conv2", "fc"]
         assert np.array_equal(got[0].reshape(want[0].shape), want[0]), f"{board}: int8 outputs differ"
     session = ort.InferenceSession(str(FIXTURE))
-    theirs = np.concatenate([session.run(None, {"x": x[i:i + 1]})[0] for i in range(len(x))])
+    theirs = np.concatenate([session.run(None, {"x": x[i:i + 1]})[0] for i in range(len(x))])  # as want: (N, 6)
     out = info["outputs"][0]
     ours = (want[0].astype(np.float32) - out["zero_point"]) * np.float32(out["scale"])
     assert np.abs(ours - theirs).max() <= out["scale"] * 1.001, np.abs(ours - theirs).max()

@@ -44,7 +44,7 @@ def onnxruntime_outputs(path: Path, x: np.ndarray) -> dict[str, np.ndarray]:
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     name = session.get_inputs()[0].name
     runs = [session.run(None, {name: x[i:i + 1]}) for i in range(len(x))]
-    return {o.name: np.concatenate([r[k] for r in runs]) for k, o in enumerate(session.get_outputs())}
+    return {o.name: np.stack([r[k] for r in runs]) for k, o in enumerate(session.get_outputs())}
 
 
 def build(path: Path, board: str, precision: str, tmp: Path, calib: np.ndarray | None = None):
@@ -78,7 +78,7 @@ def test_int8_same_outputs_on_every_board(tmp_path, model):
     g = frontend_and_passes(req)
     quantize(g, req)
     reference = [run_quantized_model(g, {g.inputs[0]: x[i:i + 1]})[1] for i in range(len(x))]
-    want = {name: np.concatenate([r[name] for r in reference]) for name in g.outputs}
+    want = {name: np.stack([r[name] for r in reference]) for name in g.outputs}
     for board in BOARDS_INT8:
         b = build(path, board, "int8", tmp_path, calib)
         got = b.run(x)
@@ -144,7 +144,7 @@ def test_argmax_kernels_bit_exact(tmp_path):
         b = build(path, board, "int8", tmp_path, calib)
         got = b.run(x)
         for name in g.outputs:
-            want = np.concatenate([r[name] for r in reference])
+            want = np.stack([r[name] for r in reference])
             np.testing.assert_array_equal(got[name].reshape(want.shape), want, err_msg=f"{board}: {name}")
         kernels = {layer["name"]: layer["kernel"] for layer in b.info["layers"]}
         for name, _, _ in GRID:

@@ -45,7 +45,7 @@ def host_build(work):
 def test_output_is_exactly_the_file_named(work, host_build):
     assert host_build["outputs"] == str(work / "host.npy")
     assert (work / "host.npy").is_file() and not (work / "host.npy.npz").exists()
-    assert np.load(work / "host.npy")["logits"].shape == (5, 10)
+    assert np.load(work / "host.npy")["logits"].shape == (5, 1, 10)  # (N, *output shape), stacked
 
 
 def test_host_run_reports_time_per_inference(host_build):
@@ -65,14 +65,14 @@ def test_runtime_returns_the_array_and_takes_a_sample_axis(work, host_build):
     from cuvil_sdk import runtime
     cli_logits = np.load(work / "host.npy")["logits"]
     with runtime.load(host_build["artifacts"]["so"]) as model:
-        one = model(X[0:1])
+        one = model(X[0:1])  # the input's own shape: one sample, and outputs without a sample axis
         assert isinstance(one, np.ndarray) and one.shape == (1, 10)
-        batch = model(X)  # (5, 1, 8, 8): five samples, as on the CLI
-        assert isinstance(batch, np.ndarray) and batch.shape == (5, 10)
-        assert np.array_equal(batch, cli_logits)
-        assert np.array_equal(np.argmax(model(X), axis=1), np.argmax(cli_logits, axis=1))
-        stacked = model(X[:, None])  # (5, 1, 1, 8, 8): (N, *input shape)
-        assert stacked.shape == (5, 1, 10) and np.array_equal(stacked[:, 0], cli_logits)
+        batch = model(X)  # (5, 1, 8, 8): five samples, as on the CLI, stacked as (N, *output shape)
+        assert isinstance(batch, np.ndarray) and batch.shape == (5, 1, 10)
+        assert cli_logits.shape == (5, 1, 10) and np.array_equal(batch, cli_logits)
+        assert np.array_equal(np.argmax(model(X), axis=-1), np.argmax(cli_logits, axis=-1))
+        stacked = model(X[:, None])  # (5, 1, 1, 8, 8): (N, *input shape), the same outputs
+        assert stacked.shape == (5, 1, 10) and np.array_equal(stacked, cli_logits)
         assert list(model.run(X)) == ["logits"] and np.array_equal(model.run(X)["logits"], cli_logits)
         from cuvil_sdk.errors import ModelError
         with pytest.raises(ModelError, match=r"shape \(5, 8, 8\), expected \(1, 1, 8, 8\) or \(N, 1, 8, 8\)"):
@@ -90,18 +90,18 @@ def test_runtime_batch_is_one_c_call_and_out_writes_in_place(work, host_build):
         model._run_fn = lambda *args: calls.append(args[1]) or batch_fn(*args)
         batch = model(X)
         assert calls == [len(X)]
-        assert np.array_equal(batch, np.concatenate([model(X[i:i + 1]) for i in range(len(X))]))
-        out = np.full((len(X), 10), np.nan, dtype=np.float32)
+        assert np.array_equal(batch, np.stack([model(X[i:i + 1]) for i in range(len(X))]))
+        out = np.full((len(X), 1, 10), np.nan, dtype=np.float32)
         assert model(X, out=out) is out and np.array_equal(out, batch)
         with pytest.raises(UsageError, match="out= for 'logits' must be"):
-            model(X, out=np.empty((len(X), 9), dtype=np.float32))
+            model(X, out=np.empty((len(X), 1, 9), dtype=np.float32))
         frozen = np.array(X)
         frozen.setflags(write=False)  # a read-only input takes the slower pointer path, same result
         assert np.array_equal(model(frozen), batch)
-        assert model(X[:0]).shape == (0, 10)
+        assert model(X[:0]).shape == (0, 1, 10)
         q = np.clip(np.round(X / model.input_scales[0][0]) + model.input_scales[0][1], -128, 127).astype(np.int8)
         raw = model.run_int8(q)["logits"]
-        assert raw.dtype == np.int8 and np.array_equal(raw[2:3], model.run_int8(q[2:3])["logits"])
+        assert raw.dtype == np.int8 and np.array_equal(raw[2], model.run_int8(q[2:3])["logits"])
 
 
 def test_runtime_reuses_the_pointers_of_refilled_arrays(host_build):
@@ -112,14 +112,14 @@ def test_runtime_reuses_the_pointers_of_refilled_arrays(host_build):
     from cuvil_sdk import runtime
     from cuvil_sdk.errors import ModelError, UsageError
     with runtime.load(host_build["artifacts"]["so"]) as model:
-        want = model(X)
+        want = model(X)  # (5, 1, 10): each sample's output (1, 10)
         x, y = np.empty((1, 1, 8, 8), dtype=np.float32), np.empty((1, 10), dtype=np.float32)
         for i in range(len(X)):
             x[...] = X[i:i + 1]
-            assert model(x, out=y) is y and np.array_equal(y, want[i:i + 1])
+            assert model(x, out=y) is y and np.array_equal(y, want[i])
         # model(x)'s new arrays come from slabs: each handed out once, kept ones never overwritten
         kept = [model(X[i % 5][None]) for i in range(3 * runtime.SLAB_ARRAYS)]
-        assert all(np.array_equal(k, want[i % 5][None]) for i, k in enumerate(kept))
+        assert all(np.array_equal(k, want[i % 5]) for i, k in enumerate(kept))
         assert len({k.ctypes.data for k in kept}) == len(kept)
         with pytest.raises(UsageError, match="out= for 'logits' must be"):
             model(np.array(X), out=y)  # five samples into a one-sample array

@@ -30,14 +30,14 @@ def work(tmp_path_factory):
 def onnxruntime_outputs(x: np.ndarray) -> dict[str, np.ndarray]:
     session = ort.InferenceSession(MODEL, providers=["CPUExecutionProvider"])
     runs = [session.run(list(OUTPUTS), {"x": x[i:i + 1]}) for i in range(len(x))]
-    return {name: np.concatenate([r[k] for r in runs]) for k, name in enumerate(OUTPUTS)}
+    return {name: np.stack([r[k] for r in runs]) for k, name in enumerate(OUTPUTS)}
 
 
 def reference_outputs(req, x: np.ndarray, precision: str) -> dict[str, np.ndarray]:
     g = reference_graph(req)
     runs = [run_quantized_model(g, {"x": x[i:i + 1]})[1] if precision == "int8" else run_float(g, {"x": x[i:i + 1]})
             for i in range(len(x))]
-    return {name: np.concatenate([r[name] for r in runs]) for name in OUTPUTS}
+    return {name: np.stack([r[name] for r in runs]) for name in OUTPUTS}
 
 
 def test_shape_head_host_int8_close_to_onnxruntime_and_bit_exact(work):

@@ -180,7 +180,7 @@ def test_lite_accuracy_target_uses_16x8_layers_bit_exact_on_cortex_m7(work):
                          calib=str(model.with_suffix(".calib.npy")), int16_layers=["fc0", "fc1"])
     g = reference_graph(req)
     assert {g.tensors[n.outputs[0]].dtype for n in g.nodes if n.name in ("fc0", "fc1")} == {"int16"}
-    ref = np.concatenate([run_quantized_model(g, {"x": x[i:i + 1]})[1]["y"] for i in range(len(x))])
+    ref = np.stack([run_quantized_model(g, {"x": x[i:i + 1]})[1]["y"] for i in range(len(x))])
     assert np.array_equal(np.load(work / "wide_y.npz")["y"], ref)
 
 

@@ -57,7 +57,7 @@ def host(tmp_path_factory) -> dict:
 
 def reference(board: str, profile: str, x: np.ndarray) -> np.ndarray:
     g = reference_graph(request("digits_cnn.onnx", board, profile, CALIB))
-    return np.concatenate([run_quantized_model(g, {g.inputs[0]: x[i:i + 1]})[1][g.outputs[0]] for i in range(len(x))])
+    return np.stack([run_quantized_model(g, {g.inputs[0]: x[i:i + 1]})[1][g.outputs[0]] for i in range(len(x))])
 
 
 def test_host_linked_and_file_outputs_equal_each_other_and_the_reference(host, x):

@@ -61,7 +61,7 @@ def test_host_fp32_matches_onnxruntime(work, model):
 
 def reference_int8(model: str, board: str, profile: str, calib: Path, x: np.ndarray) -> np.ndarray:
     g = reference_graph(request(ZOO / model, board, profile, calib))
-    return np.concatenate([run_quantized_model(g, {g.inputs[0]: x[i:i + 1]})[1][g.outputs[0]] for i in range(len(x))])
+    return np.stack([run_quantized_model(g, {g.inputs[0]: x[i:i + 1]})[1][g.outputs[0]] for i in range(len(x))])
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -9,7 +9,7 @@ without a subprocess, and returns a BuildResult (README, "Python API").
         logits = model(x)
 
 Options have the CLI's names with underscores for dashes (`calib_method`, `accuracy_target`,
-`int16_layers`, `weight_bits`, `int4_layers`, `input_shape`, `input_value`, `threads`, `plugins`, `out_dir`, `jobs`, `input_layout`,
+`int16_layers`, `weight_bits`, `int4_layers`, `input_shape`, `input_value`, `input_precision`, `threads`, `plugins`, `out_dir`, `jobs`, `input_layout`,
 `weight_layout`, `weights`, `weights_region`, `arena_region`); they go through the same checks as the command line, so errors are the
 SDK's exception types (sdk/errors.py) with the CLI's messages.
 """
@@ -50,10 +50,11 @@ class BuildResult:
     def run(self, x: Any) -> dict[str, np.ndarray]:
         """Run samples on the board's runner (natively for host, under QEMU otherwise), like
         `cuvil-sdk run`: `x` is an array (single-input model) or {input name: array}, with an
-        optional leading sample axis; returns {output name: array}, the samples stacked."""
+        optional leading sample axis; returns {output name: array}, each (N, *output shape): the
+        samples stacked (data.stack_samples), as `run` writes them."""
         from .commands import run_samples
         from .compiler import input_graph
-        from .data import as_samples
+        from .data import as_samples, stack_samples
         from .preflight import check_runnable
         check_runnable(self.board, "run")
         g = input_graph(self.request)
@@ -66,7 +67,7 @@ class BuildResult:
         samples = as_samples(g, {n: arrays[n] for n in g.inputs}, "input data")
         result = run_samples(self.board, self.info, samples, sys.stderr.isatty())
         names = [t["name"] for t in self.info["outputs"]]
-        return {n: np.concatenate([s[n] for s in result["outputs"]], axis=0) for n in names}
+        return stack_samples(names, result["outputs"])
 
     def load(self):
         """The runtime model (cuvil_sdk.runtime) of a shared library built for this machine."""

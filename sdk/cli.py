@@ -68,6 +68,10 @@ def add_model_options(p: argparse.ArgumentParser, model_positional: bool = False
     p.add_argument("--input-value", action="append", metavar="NAME=VALUE",
                    help="pin a scalar input to a constant (e.g. sr=16000): it is no longer an input, and an If on "
                         "it keeps only the branch taken (repeatable)")
+    p.add_argument("--input-precision", action="append", metavar="NAME=float|int16",
+                   help="int8 builds: keep an input (a raw waveform, a recurrent state) and the first layer that "
+                        "reads it out of int8: float (standard profile), or int16 with 16x8 layers (lite); "
+                        "repeatable")
     # no argparse default: an option left unset must not override cuvil.toml's input-layout
     p.add_argument("--input-layout", choices=["nchw", "nhwc"],
                    help="nhwc: 4-D inputs take channels-last data (e.g. a camera frame), so no input transpose "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .boards import all_boards
@@ -20,11 +21,14 @@ from .kernels.contract import declarations
 from .kernels.options import CodegenOptions
 from .passes import optimize
 from .passes.layout import inputs_channels_last
+from .ops import get_op
 from .planner import ArenaPlan, plan_arena
 from .planner.budget import fit_budget
 from .plugins import load_plugins
 from .quant.calibrate import calibrate
 from .quant.half import to_half
+from .quant.int16 import WIDENABLE
+from .quant.mixed import bridged_layers
 from .quant.quantize import needs_calibration, quantize_graph
 from .quant.sensitivity import choose_int4, choose_int4_scales, choose_layers
 from .quant.weight_bits import WEIGHT_BITS, int4_candidates, mark_int4, report_auto, staying_int8
@@ -102,15 +106,21 @@ def quantize(g: Graph, req: CompileRequest) -> dict[str, list[str]]:
         else:  # arrays given to the Python API
             samples = memory_samples(req.calib, g, "calibration data")
         observer = calibrate(g, samples, len(samples), req.calib_method, req.progress)
-    float_layers, int16_layers = [], list(req.int16_layers)
+    inputs = input_precision_layers(g, req)
+    float_layers, int16_layers = inputs.float_layers, inputs.int16_layers
+    int16_layers += [n for n in req.int16_layers if n not in int16_layers]
     if req.accuracy_target is not None:
-        mode = "float" if "fp32" in req.profile.precisions and "fp32" in req.board.get("precisions", []) else "int16"
+        mode = "float" if float_allowed(req) else "int16"
         chosen = higher_precision_layers(g, req, observer, samples, mode)
         (float_layers if mode == "float" else int16_layers).extend(chosen)
+    float_layers += bridged_layers(g, float_layers)
     if int16_layers and observer is None:
         raise UsageError("int16 layers need calibration data (--calib) for their int16 scales")
     int4_layers = choose_weight_bits(g, req, observer, samples, set(float_layers), set(int16_layers))
-    splits = quantize_graph(g, observer, set(float_layers), set(int16_layers), set(int4_layers), req.range_split)
+    if (inputs.int16_inputs or inputs.int16_states) and observer is None:
+        raise UsageError("--input-precision NAME=int16 needs calibration data (--calib) for its int16 scale")
+    splits = quantize_graph(g, observer, set(float_layers), set(int16_layers), set(int4_layers), inputs.int16_inputs,
+                            inputs.int16_states, req.range_split)
     for split in splits:
         say(split.message(req.range_split))
     chosen = {"float_layers": float_layers, "int16_layers": sorted(set(int16_layers))}
@@ -122,6 +132,107 @@ def quantize(g: Graph, req: CompileRequest) -> dict[str, list[str]]:
         chosen.update({"weight_bits": mode, "int4_layers": int4_layers,
                        "int8_weight_layers": staying_int8(g) if weight_bits_mode(req) in ("4", "auto") else []})
     return chosen
+
+
+def float_allowed(req: CompileRequest) -> bool:
+    """Layers may be kept in float: the profile and the board both have fp32 (standard)."""
+    return "fp32" in req.profile.precisions and "fp32" in req.board.get("precisions", [])
+
+
+@dataclass
+class InputPrecision:
+    """What --input-precision asks of the quantizer."""
+    float_layers: list[str] = field(default_factory=list)  # kept in float (standard)
+    int16_layers: list[str] = field(default_factory=list)  # made 16x8 (lite)
+    int16_inputs: set[str] = field(default_factory=set)  # model inputs taken as int16
+    int16_states: set[str] = field(default_factory=set)  # recurrent state outputs written as int16
+
+
+def input_precision_layers(g: Graph, req: CompileRequest) -> InputPrecision:
+    """--input-precision: the layers kept in float, and those made 16x8, so that each named input
+    reaches its first computing layer unquantized (float; the input itself then stays float:
+    quant/mixed.py) or in int16. Layers that only move or pick values (Reshape, Transpose, ...:
+    their output keeps the input's scale) are kept with it, up to the first that computes. An
+    int16 state input of an LSTM pairs with its state output (Y_h for h, Y_c for c), also int16."""
+    chosen = InputPrecision()
+    for name, precision in req.input_precision.items():
+        check_input_precision(g, req, name, precision)
+        chain = first_layers(g, name)
+        if precision == "float":
+            chosen.float_layers += [n for n in chain if n not in chosen.float_layers]
+            continue
+        layers, states = int16_chain(g, name, chain)
+        chosen.int16_layers += [n for n in layers if n not in chosen.int16_layers]
+        chosen.int16_inputs.add(name)
+        chosen.int16_states |= states
+    check_state_pairs(g, chosen.int16_inputs)
+    return chosen
+
+
+def check_state_pairs(g: Graph, int16_inputs: set[str]) -> None:
+    """An LSTM's h and c are int16 together (its int16-state kernel takes both)."""
+    for node in g.nodes:
+        if node.op != "LSTM":
+            continue
+        states = [i for i in node.inputs[5:7] if i]
+        named = [i for i in states if i in int16_inputs]
+        if named and len(named) != len(states):
+            other = next(i for i in states if i not in int16_inputs)
+            raise UsageError(f"--input-precision {named[0]}=int16: layer '{node.name}' (LSTM) takes its h and c "
+                             f"states in int16 together: give {other}=int16 too")
+
+
+def check_input_precision(g: Graph, req: CompileRequest, name: str, precision: str) -> None:
+    """The named input is a float input of the model, and its precision is one the build has."""
+    if name not in g.inputs:
+        raise UsageError(f"--input-precision {name}={precision}: the model has no input '{name}' "
+                         f"(its inputs: {', '.join(g.inputs)})")
+    if g.tensors[name].is_integer:
+        raise UsageError(f"--input-precision {name}={precision}: '{name}' is a {g.tensors[name].dtype} input, "
+                         f"never quantized")
+    if precision == "float" and not float_allowed(req):
+        raise UsageError(f"--input-precision {name}=float: profile '{req.profile.name}' on board "
+                         f"'{req.board.name}' has no float layers (int8 only): use {name}=int16")
+
+
+def first_layers(g: Graph, name: str) -> list[str]:
+    """The layers from input `name` to the first ones that compute on it: its readers, and the
+    readers of those whose output keeps its quantization ("same": Reshape, Transpose, ...)."""
+    chain: list[str] = []
+    frontier = [name]
+    while frontier:
+        tensor = frontier.pop()
+        for node in g.consumers(tensor):
+            if node.name in chain:
+                continue
+            chain.append(node.name)
+            if get_op(node.op).qparams_rule(node, g) == "same":
+                frontier += [o for o in node.outputs if o]
+    return chain
+
+
+def int16_chain(g: Graph, name: str, chain: list[str]) -> tuple[list[str], set[str]]:
+    """--input-precision NAME=int16: (the layers of the chain made 16x8, the recurrent state
+    outputs paired with it). Aliases (Reshape, Squeeze: the input's bytes under another shape)
+    pass it on; an LSTM that takes it as its initial h or c (inputs 5, 6) keeps it int16 as its
+    state and writes the matching Y_h or Y_c in int16; any other layer is made 16x8, and one
+    that cannot be is refused, naming it."""
+    nodes = {n.name: n for n in g.nodes}
+    layers, states = [], set()
+    for n in chain:
+        node = nodes[n]
+        if get_op(node.op).alias:
+            continue
+        if node.op == "LSTM" and name in node.inputs[5:7] and name not in node.inputs[:5]:
+            index = node.inputs.index(name, 5)
+            if len(node.outputs) > index - 4 and node.outputs[index - 4]:
+                states.add(node.outputs[index - 4])
+            continue
+        if node.op not in WIDENABLE:
+            raise UsageError(f"--input-precision {name}=int16: its first layer '{n}' ({node.op}) cannot take it in "
+                             f"int16 (only {', '.join(sorted(WIDENABLE))} as 16x8, or an LSTM as its h or c state)")
+        layers.append(n)
+    return layers, states
 
 
 def weight_bits_mode(req: CompileRequest) -> str:

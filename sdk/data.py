@@ -350,7 +350,20 @@ def index_bound(g: Graph, name: str) -> int:
     return max(1, min(bounds, default=2))
 
 
+def stack_samples(names: list[str], per_sample: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The one rule for samples (README, "Samples"): N samples of an output of shape S are one
+    array (N, *S), stacked on a new leading axis, never concatenated along S's first axis (two
+    samples of a (2, 1, 128) state are (2, 2, 1, 128), which is also what the model takes back
+    as N samples of that state)."""
+    return {n: np.stack([np.asarray(s[n]) for s in per_sample]) for n in names}
+
+
 def write_outputs(path: Path, names: list[str], per_sample: list[dict[str, np.ndarray]]) -> None:
+    """Each output's samples stacked as (N, *output shape) (stack_samples), into `path`."""
+    write_arrays(path, stack_samples(names, per_sample))
+
+
+def write_arrays(path: Path, arrays: dict[str, np.ndarray]) -> None:
     """Exactly the file named (np.savez given a path adds '.npz' to a name without it), written
     whole or not at all: into a temporary file beside it, renamed over it when complete. A file
     system that refuses the write is a system failure (exit 5) naming the file."""
@@ -358,7 +371,7 @@ def write_outputs(path: Path, names: list[str], per_sample: list[dict[str, np.nd
     temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
         with open(temporary, "wb") as f:
-            np.savez(f, **{n: np.concatenate([s[n] for s in per_sample], axis=0) for n in names})
+            np.savez(f, **arrays)
         os.replace(temporary, path)
     except OSError as exc:
         temporary.unlink(missing_ok=True)

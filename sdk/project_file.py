@@ -66,6 +66,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("int4-layers", "int4_layers", "list", help="layers with int4 weights (the others int8)"),
     Key("input-shape", "input_shape", "strings", help="fix dynamic inputs: [\"x=1x3x32x32\"]"),
     Key("input-value", "input_value", "strings", help="pin scalar inputs: [\"sr=16000\"]"),
+    Key("input-precision", "input_precision", "strings",
+        help="inputs kept out of int8: [\"audio=float\", \"h=int16\"]"),
     Key("threads", "threads", "integer", default=1, help="standard profile, Linux boards: threads per call"),
     Key("input-layout", "input_layout", "string", default="nchw", help="nchw, or nhwc: channels-last input data"),
     Key("weight-layout", "weight_layout", "string", help="cortex-m7: int8 (default) or int16 weights in flash"),
@@ -377,6 +379,7 @@ calib = "calib.npy"          # calibration samples (.npy/.npz), or "random" (not
 # name = "model"             # C symbol prefix (default: the model file's name)
 # input-shape = ["input=1x3x32x32"]     # fix dynamic input dimensions
 # input-value = ["sr=16000"]            # pin a scalar input (an If on it folds)
+# input-precision = ["audio=float"]     # keep an input (audio, recurrent state) out of int8 (lite: "=int16")
 # accuracy-target = 0.99     # keep the layers that hurt most in higher precision
 # accuracy-time = 600       # the accuracy-target search stops after this many seconds with its best
 # range-split = 8           # an output's Concat of ranges this far apart keeps one scale per input (0: off)

@@ -23,7 +23,7 @@ Calib = Union[str, np.ndarray, dict[str, np.ndarray], None]
 
 # The options a request takes by keyword, with the CLI's names (underscores for dashes).
 OPTIONS = ("precision", "calib", "calib_method", "name", "accuracy_target", "accuracy_time", "range_split",
-           "int16_layers", "weight_bits", "int4_layers", "input_shape", "input_value",
+           "int16_layers", "weight_bits", "int4_layers", "input_shape", "input_value", "input_precision",
            "threads", "plugins", "out_dir", "jobs", "input_layout", "weight_layout", "weights", "weights_region",
            "arena_region", "arena_budget")
 
@@ -51,6 +51,8 @@ class CompileRequest:
     int16_layers: list[str] = field(default_factory=list)  # 16x8 layers named by the user
     weight_bits: str | None = None  # --weight-bits 8|4|auto (int8 builds); None: 8, or --int4-layers
     int4_layers: list[str] = field(default_factory=list)  # layers with int4 weights named by the user
+    # --input-precision NAME=float|int16: inputs (audio, recurrent state) kept out of int8 with their first layers
+    input_precision: dict[str, str] = field(default_factory=dict)
     debug_dump: bool = False  # a debug build that hands every layer's output to <name>_debug_dump
     plugins: list[str] = field(default_factory=list)  # plugin files or modules (sdk/plugins.py)
     weight_layout: str | None = None  # --weight-layout; None: the board's `weight_layout` (default "int8")
@@ -83,6 +85,31 @@ def input_shape_specs(value: Any) -> list[str]:
     if isinstance(value, dict):
         return [f"{k}={'x'.join(str(int(d)) for d in v)}" for k, v in value.items()]
     raise UsageError(f"input_shape must be 'NAME=1x3x32x32', a list of those or a dict, not {type(value).__name__}")
+
+
+INPUT_PRECISIONS = ("float", "int16")
+
+
+def input_precision_option(value: Any) -> dict[str, str]:
+    """--input-precision as "NAME=float", a list of those, or {name: "float" | "int16"} (the API,
+    cuvil.toml) -> {name: precision}; anything else is a UsageError naming the option."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        specs = [f"{k}={v}" for k, v in value.items()]
+    elif isinstance(value, str):
+        specs = [value]
+    elif isinstance(value, (list, tuple)):
+        specs = [str(v) for v in value]
+    else:
+        raise UsageError(f"input_precision must be 'NAME=float', a list of those or a dict, not {type(value).__name__}")
+    chosen = {}
+    for spec in specs:
+        name, _, precision = spec.rpartition("=")
+        if not name or precision.strip().lower() not in INPUT_PRECISIONS:
+            raise UsageError(f"--input-precision '{spec}' must look like NAME=float or NAME=int16")
+        chosen[name] = precision.strip().lower()
+    return chosen
 
 
 def name_list(value: Any) -> list[str]:
@@ -174,6 +201,7 @@ def new_request(model: str | Path, *, board: str, profile: str | None = None, pr
         accuracy_time=seconds_option(options.get("accuracy_time"), 600.0, "--accuracy-time"),
         int16_layers=name_list(options.get("int16_layers")), weight_bits=weight_bits_option(options.get("weight_bits")),
         int4_layers=name_list(options.get("int4_layers")), debug_dump=debug_dump, plugins=plugins,
+        input_precision=input_precision_option(options.get("input_precision")),
         weight_layout=options.get("weight_layout"), input_layout=options.get("input_layout") or "nchw",
         weights=options.get("weights"), weights_region=options.get("weights_region"),
         arena_region=options.get("arena_region"), arena_budget=byte_count(options.get("arena_budget"), "--arena-budget"), weights_file=weights_file,

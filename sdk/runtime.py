@@ -11,9 +11,14 @@ dict. Float inputs and outputs are float32 arrays (quantized and dequantized ins
 integer and bool ones (token ids, class indices, masks) are arrays of their own type
 (`model.input_dtypes`, `model.output_dtypes`): an integer input takes integer data whose values
 fit its type, never floats (data.py). A model whose index input is out of range (a Gather's
-token id past the table) raises ModelError: the library read nothing outside its tensors. A leading sample axis works as on the CLI: for an input of shape (1, 1, 8, 8), an
-array (N, 1, 8, 8) is N samples, run one after the other, and the outputs are stacked the
-same way ((N, 10) for an output of shape (1, 10)); (N, 1, 1, 8, 8) gives (N, 1, 10).
+token id past the table) raises ModelError: the library read nothing outside its tensors.
+
+Samples follow the one rule of the CLI (`run`, `validate`) and compile(): each input takes its
+shape S (one sample), (N, *S), or, when S[0] is 1, (N, *S[1:]) (for an input of shape
+(1, 1, 8, 8), an array (N, 1, 8, 8) is N samples), chosen per input; the samples run one after
+the other and every output comes back stacked as (N, *its shape) ((N, 1, 10) for an output of
+shape (1, 10)), so a recurrent state output is fed back as the next call's input unchanged.
+When no input has a sample axis, the outputs have none either.
 
 Each thread that calls a model gets its own arena, so one loaded model may be called from
 several threads at once.
@@ -39,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from . import weights_file
-from .data import accepted_shapes, input_dtype_rule, shape_text
+from .data import accepted_shapes, input_dtype_rule, samples_shape, shape_text
 from .errors import ModelError, TargetError, UsageError
 
 ELF_MACHINES = {0x3E: "x86_64", 0xB7: "aarch64", 0x28: "arm"}
@@ -208,30 +213,28 @@ class Model:
             raise UsageError(f"the model has inputs {self.input_names}: pass a dict")
         return {self.input_names[0]: inputs}
 
-    def _batches(self, inputs, dtypes: list[np.dtype]) -> tuple[list[np.ndarray], str]:
-        """Every input as (N, *shape), and how the caller laid the samples out: "one" (no
-        sample axis), "stacked" (N, *shape), or "flat" (N, *shape[1:]) for a batch of 1."""
+    def _batches(self, inputs, dtypes: list[np.ndarray]) -> tuple[list[np.ndarray], bool]:
+        """Every input as (N, *shape), each taken in any of the forms data files take (data.py,
+        samples_shape: its shape S for one sample, (N, *S), or (N, *S[1:]) when S[0] is 1), so
+        an audio chunk (N, 576) and a state (N, 2, 1, 128) go together; and whether any input
+        carried a sample axis (else the outputs have none either). Errors name the shapes the
+        caller passed."""
         by_name = self._by_name(inputs)
-        arrays, forms = [], set()
+        arrays, given, one = [], [], True
         for name, shape, dtype in zip(self.input_names, self.input_shapes, dtypes):
             a, note = input_dtype_rule(np.asarray(by_name[name]), name, dtype, "input")
             if note:  # float64 data for a float32 input: converted, said once per call site
                 warnings.warn(note, stacklevel=user_stacklevel())
-            if a.shape == shape:
-                arrays.append(a[None])
-                forms.add("one")
-            elif a.shape[1:] == shape:
-                arrays.append(a)
-                forms.add("stacked")
-            elif shape and shape[0] == 1 and a.ndim == len(shape) and a.shape[1:] == shape[1:]:
-                arrays.append(a.reshape(len(a), *shape))
-                forms.add("flat")
-            else:
+            stacked = samples_shape(a.shape, shape)
+            if stacked is None:
                 raise ModelError(f"input '{name}' has shape {shape_text(a.shape)}, expected {accepted_shapes(shape)}")
-        if len(forms) > 1 or len({len(a) for a in arrays}) > 1:
-            raise ModelError(f"the inputs disagree on the sample axis: shapes "
-                             f"{[shape_text(a.shape) for a in arrays]}")
-        return arrays, forms.pop()
+            one = one and a.shape == shape
+            arrays.append(a.reshape(stacked))
+            given.append(f"'{name}' {shape_text(a.shape)}")
+        if len({len(a) for a in arrays}) > 1:
+            counts = ", ".join(f"{g}: {len(a)}" for g, a in zip(given, arrays))
+            raise ModelError(f"the inputs disagree on the number of samples ({counts})")
+        return arrays, not one
 
     def _arena(self) -> ctypes.c_void_p:
         """This thread's arena (a 64-byte aligned address), allocated on its first call."""
@@ -251,11 +254,12 @@ class Model:
         check_return(fn(self._arena(), n, *map(pointer, feeds), *map(pointer, outs)))
 
     def _run(self, fn, inputs, raw: bool, out=None) -> dict[str, np.ndarray]:
-        """Every sample in one C call; outputs laid out like the inputs were. raw: run_int8's
-        types (int8 for float tensors)."""
-        arrays, form = self._batches(inputs, self._dtypes(self.manifest["inputs"], raw))
+        """Every sample in one C call; each output (N, *shape), or its shape alone when no input
+        had a sample axis (the one rule, data.stack_samples). raw: run_int8's types (int8 for
+        float tensors)."""
+        arrays, sampled = self._batches(inputs, self._dtypes(self.manifest["inputs"], raw))
         n = len(arrays[0])
-        shapes = [output_shape(shape, n, form) for shape in self._out_shapes]
+        shapes = [(n, *shape) if sampled else shape for shape in self._out_shapes]
         dtypes = self._dtypes(self.manifest["outputs"], raw)
         outs = [self._output_array(name, shape, dtype, out)
                 for name, shape, dtype in zip(self.output_names, shapes, dtypes)]
@@ -415,11 +419,6 @@ def pointer(a: np.ndarray):
     if a.flags.writeable and a.size:
         return ctypes.byref(ctypes.c_char.from_buffer(a))
     return ctypes.c_void_p(a.ctypes.data)  # read-only, or empty (a tensor with a dimension of 0)
-
-
-def output_shape(shape: tuple[int, ...], n: int, form: str) -> tuple[int, ...]:
-    """An output's array shape for n samples given as `form` (see Model._batches)."""
-    return {"one": shape, "stacked": (n, *shape), "flat": (n * shape[0], *shape[1:]) if shape else (n,)}[form]
 
 
 def user_stacklevel() -> int:

@@ -200,7 +200,9 @@ def validate(req: CompileRequest, data: Path, per_layer: bool, jobs: int, build=
     for t in info["outputs"]:
         ours = np.stack([r[t["name"]] for r in result["outputs"]])
         ref = np.stack([r[t["name"]] for r in reference]).reshape(ours.shape)
-        if t["scale"] is None:
+        # exact values for integer and bool outputs; a float one (kept in float in an int8 build:
+        # no scale either) is measured like the others
+        if t["scale"] is None and np.dtype(t["dtype"]).kind != "f":
             report["outputs"][t["name"]] = integer_metrics(ours, ref)
         else:
             parts = segment_parts(g, t, int8)
@@ -257,8 +259,8 @@ def per_layer_table(req: CompileRequest, samples: list[dict], jobs: int, folder:
         table.append({**entry, "cosine": m["cosine"], "rel_l2": m["rel_l2"]})
         kept[layer["onnx_tensor"]], kept[f"onnxruntime/{layer['onnx_tensor']}"] = ours, ref
     if keep_dumps:
-        from .data import write_outputs
-        write_outputs(folder / "layers.npz", list(kept), [{k: v for k, v in kept.items()}])
+        from .data import write_arrays
+        write_arrays(folder / "layers.npz", kept)  # each array already (N, *layer shape)
     return table
 
 

@@ -439,7 +439,7 @@ def test_runtime_takes_and_returns_the_declared_types(classifier):
         np.testing.assert_allclose(got["logits"], want["logits"], rtol=1e-5, atol=1e-6)
         # int32 ids fit int64: taken as they are; a batch of samples on the leading axis
         batch = np.stack([ids[0], ids[0][::-1]]).astype(np.int32)
-        assert lib(batch)["label"].shape == (2,)
+        assert lib(batch)["label"].shape == (2, 1)  # (N, *output shape): the one rule for samples
         # a float array for the int64 input is refused, saying why
         with pytest.raises(DataTypeError, match="array for 'ids' has dtype float32, expected int64: indices and "
                                                 "token ids are integers"):

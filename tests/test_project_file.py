@@ -184,6 +184,18 @@ def test_list_keys_take_a_string_or_a_list(tmp_path, monkeypatch):
     assert run.int16_layers == "c1,c2" and run.input_shape == ["x=1x3x8x8"]
 
 
+def test_input_precision_key_reaches_the_request(tmp_path, monkeypatch):
+    """cuvil.toml input-precision (issue 39): a list of NAME=PRECISION; the command line's replaces it."""
+    from cuvil_sdk.commands import make_request
+    project(tmp_path, 'board = "host"\nprofile = "standard"\ninput-precision = ["audio=float", "h=float"]\n'
+                      '[[models]]\nmodel = "a.onnx"\n')
+    run = plan(tmp_path, monkeypatch, "build").runs[0]
+    assert run.input_precision == ["audio=float", "h=float"]
+    assert make_request(run).input_precision == {"audio": "float", "h": "float"}
+    run = plan(tmp_path, monkeypatch, "build", "--input-precision", "c=int16").runs[0]
+    assert make_request(run).input_precision == {"c": "int16"}
+
+
 def test_two_models_on_one_firmware_board_are_one_image(tmp_path, monkeypatch):
     project(tmp_path, 'board = "cortex-m7"\nprofile = "lite"\nshared-arena = false\n'
                       '[[models]]\nmodel = "a.onnx"\n[[models]]\nmodel = "b.onnx"\nname = "bee"\n')

@@ -56,24 +56,25 @@ def io_entries(g: Graph, names: list[str], plan: ArenaPlan, int8: bool) -> list[
     """The model's inputs or outputs as the C API and the manifest describe them. A float tensor
     is float at run() (int8 at run_int8(), quantized by its scale and zero point, in int8
     builds); an integer or bool tensor is its own type everywhere, never quantized (its manifest
-    scale and zero point are null)."""
+    scale and zero point are null), and so is a float tensor that an int8 build keeps in float
+    (--input-precision NAME=float, a state written by a layer kept in float: quant/mixed.py)."""
     entries = []
     for i, name in enumerate(names):
         t = g.tensors[name]
-        if t.is_integer:
+        if t.is_integer or (int8 and t.q is None):
             dtype, scale, zp = t.dtype, None, None
-        else:
-            dtype = "int8" if int8 else "float32"
+        else:  # int16: an --input-precision NAME=int16 input, quantized by run() to int16
+            dtype = ("int16" if t.dtype == "int16" else "int8") if int8 else "float32"
             scale, zp = t.q.scalar() if int8 else (1.0, 0)
         entries.append({"index": i, "name": name, "shape": list(t.shape), "size": t.size, "offset": plan.offsets[name],
                         "dtype": dtype, "scale": scale, "zero_point": zp,
                         # the C side: element types at run() and run_int8(), bytes of one sample,
                         # the quantization tables' entries (size 0: quantize_input leaves it alone)
                         "scale_c": c_float(1.0 if scale is None else scale), "zp_c": 0 if zp is None else zp,
-                        "integer": t.is_integer, "ctype": CTYPES[t.dtype] if t.is_integer else "float",
-                        "raw_ctype": CTYPES[dtype], "bytes": t.nbytes if t.is_integer else t.size * 4,
+                        "integer": scale is None, "ctype": CTYPES[dtype] if scale is None else "float",
+                        "raw_ctype": CTYPES[dtype], "bytes": t.nbytes if scale is None else t.size * 4,
                         "raw_bytes": t.size * np.dtype(dtype).itemsize,
-                        "quantized_size": 0 if t.is_integer else t.size})
+                        "quantized_size": 0 if scale is None else t.size})
         if name in plan.copied_in:  # copied in the layout of the Transpose it feeds (input_copy.py)
             entries[-1]["layout_copy"] = copy_entry(g, name, plan.copied_in[name])
         if int8 and t.segments is not None:

@@ -22,10 +22,11 @@ def typed_tensor(t: dict, int8: bool, output: bool) -> dict:
     without the key is a float tensor."""
     integer = "scale" in t and t["scale"] is None
     ctype = CTYPES[t["dtype"]] if integer else "float"
-    run_ctype = ctype if integer else "int8_t" if int8 else "float"
+    # a quantized tensor is int8 at run_int8, or int16 (an --input-precision NAME=int16 input)
+    run_ctype = ctype if integer else CTYPES[t.get("dtype", "int8")] if int8 else "float"
     typed = {**t, "integer": integer, "ctype": run_ctype if output else ctype, "run_ctype": run_ctype}
     if "size" in t:
-        itemsize = np.dtype(t["dtype"]).itemsize if integer else 1 if output and int8 else 4
+        itemsize = np.dtype(t["dtype"]).itemsize if integer else np.dtype(t["dtype"]).itemsize if output and int8 else 4
         typed["bytes"] = t["size"] * itemsize
     return typed
 

@@ -32,7 +32,9 @@ def harness_context(info: dict) -> dict:
                           "buffer_section": section,
                           "buffer_attribute": f' __attribute__((section("{section}")))' if section else "",
                           "chunk_floats": HARNESS_CHUNK_FLOATS})
-    context["quantized_inputs"] = int8 and any(not i["integer"] for i in context["inputs"])
+    # int8 inputs read in chunks (an int16 one, --input-precision NAME=int16, is read whole)
+    context["quantized_inputs"] = int8 and any(not i["integer"] and i["run_ctype"] == "int8_t"
+                                               for i in context["inputs"])
     return context
 
 

@@ -73,11 +73,13 @@ def clamp_to(y: np.ndarray, lo: int, hi: int, dtype: str) -> np.ndarray:
     return np.clip(y, lo, hi).astype(dtype)
 
 
-def quantize_float(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
-    """Float32 -> int8 exactly as the generated C does it."""
+def quantize_float(x: np.ndarray, scale: float, zero_point: int, dtype: str = "int8") -> np.ndarray:
+    """Float32 -> int8 (or int16: an --input-precision NAME=int16 input) exactly as the generated
+    C does it."""
+    lo, hi = (INT16_MIN, INT16_MAX) if dtype == "int16" else (INT8_MIN, INT8_MAX)
     v = np.floor(np.asarray(x, dtype=np.float32) / np.float32(scale) + np.float32(0.5)) + np.float32(zero_point)
-    v = np.where(np.isnan(v), np.float32(INT8_MIN), v)
-    return np.clip(v, INT8_MIN, INT8_MAX).astype(np.int8)
+    v = np.where(np.isnan(v), np.float32(lo), v)
+    return np.clip(v, lo, hi).astype(dtype)
 
 
 def dequantize(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:

@@ -202,7 +202,8 @@ class Recurrent(OpDef):
             y, h, c = qrnn.run_direction(node, node.q["dirs"][d], x, h0[d], c0[d], list(self.time_steps(node, s, d)))
             ys.append(y), hs.append(h), cs.append(c)
         outs = self.pack(s, ys, hs, cs, np.int64)
-        return [qrnn.requantize_out(v, node.q["out"][i]) for i, v in enumerate(outs)] + [
+        wide = node.q.get("out_wide", [])
+        return [qrnn.requantize_out(v, node.q["out"][i], i < len(wide) and wide[i]) for i, v in enumerate(outs)] + [
             np.zeros(self.scratch_size(s), np.int8)]
 
     # --- lowering ---------------------------------------------------------------------------
@@ -223,7 +224,8 @@ class Recurrent(OpDef):
             geo = dict(self.strides(node, s, d), seq=s.seq, batch=s.batch, input=s.input, hidden=s.hidden,
                        reverse=int(self.time_steps(node, s, d).step < 0))
             if precision == "int8":
-                calls.append(call(f"{node.op.lower()}_s8", **io, **geo, **qrnn.kernel_args(node, d)))
+                kernel = f"{node.op.lower()}_s8" + ("_s16state" if node.q.get("wide_state") else "")
+                calls.append(call(kernel, **io, **geo, **qrnn.kernel_args(node, d)))
             else:
                 calls.append(call(f"{node.op.lower()}_f32", **io, **geo, **self.float_args(node, g, d)))
         return calls

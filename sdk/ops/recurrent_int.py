@@ -9,7 +9,8 @@ Fixed points (Qm.n: int16 with n fraction bits):
   max|c0|)) for a sequence of T steps: |c_t| <= |c0| + t because |f|, |i|, |g| < 1, so the
   cell never saturates (max|c0|: what the int8 initial_c can represent).
 - initial_h / initial_c: int8 (a computed one at its calibrated scale, a constant per
-  tensor at its own, absent = zeros), converted once to the state format:
+  tensor at its own, absent = zeros; computed ones may be int16 together, symmetric at their
+  calibrated scale: --input-precision h=int16 c=int16), converted once to the state format:
       h = sat16(requant(h0 - zh, M, S)), M / 2^S ~= sh 2^15  (c: sc 2^F)
 - Gate pre-activations: int16 Q3.12 (range [-8, 8)). For gate row r, int32 sums:
       ax = sum_i W[r, i] (x_i - zx)             ah = sum_j R[r, j] h_j
@@ -31,7 +32,8 @@ GRU step (z, r = sigmoid(sat16(gx + gh)) of their rows; n row: gx and the R sum 
       linear_before_reset 1: n = tanh(sat16(gx + rs(r gh(h), 15)))
       h = rs((32768 - z) n + z h, 15)
 Outputs: Y and Y_h = clamp8(zy + requant(h, M, S)) with M / 2^S ~= 2^-15 / sy, Y_c likewise
-from c at 2^-F; each output has its own calibrated scale.
+from c at 2^-F; each output has its own calibrated scale. With int16 states, Y_h and Y_c are
+clamp16(requant(...)) at their symmetric int16 scales (kernel lstm_s8_s16state).
 """
 from __future__ import annotations
 
@@ -129,7 +131,8 @@ def state_qparams(op: "Recurrent", node: Node, g: Graph, index: int) -> dict:
     if data is None:
         scale, zp = qparams_of(g, name)
         codes = None
-        largest = scale * max(abs(-128 - zp), abs(127 - zp))
+        wide = g.tensors[name].dtype == "int16"  # --input-precision NAME=int16: a state fed back in int16
+        largest = scale * (32767 if wide else max(abs(-128 - zp), abs(127 - zp)))
     else:
         scale, zp = const_qparams(data)
         codes = quantize_float(data, scale, zp)
@@ -161,13 +164,20 @@ def quantize(op: "Recurrent", node: Node, g: Graph) -> None:
         sy, zy = qparams_of(g, name)
         bits = cell_bits if i == 2 else STATE_BITS
         outs.append((*quantize_multiplier(2.0 ** -bits / sy), zy))
-    node.q = {"dirs": dirs, "out": outs, "zx": zx, "cell_bits": cell_bits,
+    # int16 states (--input-precision h=int16 c=int16): h0, c0, Y_h and Y_c in int16, Y in int8
+    wide = [g.tensors[i].dtype == "int16" for i in node.inputs[5:7] if i]
+    node.q = {"dirs": dirs, "out": outs, "zx": zx, "cell_bits": cell_bits, "wide_state": bool(wide) and all(wide),
+              "out_wide": [bool(i) and g.tensors[name].dtype == "int16" for i, name in
+                           enumerate(node.outputs[:op.outputs])],
               "states": {"h0": with_multiplier(h0, STATE_BITS), "c0": with_multiplier(c0, cell_bits)},
               "linear_before_reset": int(bool(op.attr(node, "linear_before_reset")))}
 
 
-def requantize_out(v: np.ndarray, out: tuple[int, int, int]) -> np.ndarray:
+def requantize_out(v: np.ndarray, out: tuple[int, int, int], wide: bool = False) -> np.ndarray:
+    """An output from its state format: int8, or int16 (a state output paired with an int16 input)."""
     mult, shift, zy = out
+    if wide:
+        return np.clip(requant(v, mult, shift) + zy, -32768, 32767).astype(np.int16)
     return clamp_int8(requant(v, mult, shift) + zy)
 
 

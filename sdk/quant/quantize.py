@@ -71,17 +71,22 @@ def assign_qparams(g: Graph, observer: RangeObserver | None) -> None:
 
 def quantize_graph(g: Graph, observer: RangeObserver | None, keep_float: set[str] = frozenset(),
                    int16: set[str] = frozenset(), int4: set[str] = frozenset(),
+                   int16_inputs: set[str] = frozenset(), int16_states: set[str] = frozenset(),
                    range_split: float | None = DEFAULT_FACTOR) -> list[Split]:
     """Quantize every node: int8, except those named in keep_float (float between
     conversions, per-layer fallback) and in int16 (16x8 layers); those named in int4 get int4
-    weights (quant/weight_bits.py). Outputs joined from ranges more than `range_split` apart keep
-    per-input scales (quant/range_split.py; None: never); returns those splits."""
+    weights (quant/weight_bits.py). The model inputs in int16_inputs are int16 themselves
+    (--input-precision NAME=int16: their first layers are among int16, or recurrent layers
+    taking them as state), and so are the recurrent state outputs in int16_states. Outputs joined
+    from ranges more than `range_split` apart keep per-input scales (quant/range_split.py; None:
+    never); returns those splits."""
     assign_qparams(g, observer)
     if observer is not None:
         for t in g.activations():
             t.channel_mean = observer.channel_mean(t.name)
     float_tensors = keep_in_float(g, set(keep_float)) if keep_float else set()
-    wide_tensors = widen_layers(g, set(int16), observer) if int16 else set()
+    widen = int16 or int16_inputs or int16_states
+    wide_tensors = widen_layers(g, set(int16), observer, set(int16_inputs), set(int16_states)) if widen else set()
     if int4:
         mark_int4(g, set(int4))
     splits = split_outputs(g, range_split)

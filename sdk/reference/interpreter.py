@@ -70,11 +70,12 @@ def run_int(g: Graph, feeds: dict[str, np.ndarray], keep_all: bool = False) -> d
 
 
 def run_quantized_model(g: Graph, feeds: dict[str, np.ndarray]) -> tuple[dict, dict]:
-    """Inputs -> (raw outputs, outputs), exactly as the C API: float inputs quantized, int8
-    outputs dequantized; integer and bool inputs and outputs as they are."""
+    """Inputs -> (raw outputs, outputs), exactly as the C API: float inputs quantized (to int8,
+    or int16 for an int16 input), int8 outputs dequantized; integer and bool inputs and outputs,
+    and float ones an int8 build keeps in float, as they are."""
     def quantized(name: str) -> bool:
         return g.tensors[name].q is not None
-    q_feeds = {name: quantize_float(x, *g.tensors[name].q.scalar()) if quantized(name) else x
+    q_feeds = {name: quantize_float(x, *g.tensors[name].q.scalar(), g.tensors[name].dtype) if quantized(name) else x
                for name, x in feeds.items()}
     q_out = run_int(g, q_feeds)
     return q_out, {name: dequantize_tensor(g, name, v) if quantized(name) else v for name, v in q_out.items()}

@@ -3,8 +3,9 @@
 
 - input.bin: uint32 little-endian sample count N, then N samples; a sample is every input
   in order, float32 (an integer or bool input: its own type), in the model's declared layout.
-- output.bin: N samples; a sample is every output in order, int8 for int8 builds and
-  float32 for float builds (an integer or bool output: its own type).
+- output.bin: N samples; a sample is every output in order, int8 for int8 builds (int16 for
+  an int16 state output) and float32 for float builds (an integer or bool output, or a float
+  one an int8 build keeps in float: its own type).
 
 A harness whose model returns an error prints "ERROR harness: the model returned error <rc>";
 `model_error` turns the code of an index out of range into the runtime's ModelError.
@@ -37,9 +38,10 @@ def input_dtypes(info: dict) -> list[np.dtype]:
 
 
 def output_dtypes(info: dict) -> list[np.dtype]:
-    """Each output's type in output.bin: int8 (int8 builds) or float32, an integer output's own."""
-    raw = "int8" if info["precision"] == "int8" else "<f4"
-    return [np.dtype(t["dtype"] if is_integer(t) else raw).newbyteorder("<") for t in info["outputs"]]
+    """Each output's type in output.bin: int8 (int8 builds; int16 for a state output paired with
+    an int16 input: the manifest's dtype) or float32, an integer output's own."""
+    int8 = info["precision"] == "int8"
+    return [np.dtype(t["dtype"] if is_integer(t) or int8 else "<f4").newbyteorder("<") for t in info["outputs"]]
 
 
 def per_input_arrays(info: dict, samples: list[dict[str, np.ndarray]]) -> list[np.ndarray]:

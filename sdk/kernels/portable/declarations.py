@@ -83,6 +83,11 @@ declare(SET, "lstm_s8", In("in", "int8_t"), Out("y", "int8_t"), Out("yh", "int8_
         Out("scratch", "void"), *RNN_S8_ROWS, In("h0", "int8_t"), In("c0", "int8_t"), *RNN_S8_TABLES,
         *I(RNN_GEOMETRY), *I("zx y_mult y_shift y_zp yh_mult yh_shift yh_zp yc_mult yc_shift yc_zp cell_bits", "int32_t"),
         *I("h0_zp h0_mult h0_shift c0_zp c0_mult c0_shift", "int32_t"))
+# the same with h0, c0, Y_h and Y_c in int16 (--input-precision h=int16 c=int16: a state fed back each chunk)
+declare(SET, "lstm_s8_s16state", In("in", "int8_t"), Out("y", "int8_t"), Out("yh", "int16_t"), Out("yc", "int16_t"),
+        Out("scratch", "void"), *RNN_S8_ROWS, In("h0", "int16_t"), In("c0", "int16_t"), *RNN_S8_TABLES,
+        *I(RNN_GEOMETRY), *I("zx y_mult y_shift y_zp yh_mult yh_shift yh_zp yc_mult yc_shift yc_zp cell_bits", "int32_t"),
+        *I("h0_zp h0_mult h0_shift c0_zp c0_mult c0_shift", "int32_t"))
 declare(SET, "gru_s8", In("in", "int8_t"), Out("y", "int8_t"), Out("yh", "int8_t"), Out("scratch", "void"),
         *RNN_S8_ROWS, In("h0", "int8_t"), *RNN_S8_TABLES, *I(RNN_GEOMETRY),
         *I("zx y_mult y_shift y_zp yh_mult yh_shift yh_zp linear_before_reset h0_zp h0_mult h0_shift", "int32_t"))
