@@ -23,6 +23,11 @@ Origins (architectures only; no code copied):
   160x160.
 - ocr_rec_crnn: CRNN recogniser: VGG-style conv stack to height 1, two-layer BiLSTM (hidden 64),
   linear over 37 classes (CTC blank + 0-9 a-z); input 1x3x32x100, 25 time steps.
+- ocr_rec_svtr: SVTR-Tiny's form (PaddleOCR's SVTRNet): patch embedding by two 3x3/2 convs,
+  learned positions, stages of 3, 6, 3 post-norm mixing blocks (6 local, attention masked with
+  -inf outside a 7x11 window as PaddleOCR's mask, then 6 global), 3x3 (2, 1) merging convs,
+  combining (average over the height, 1x1 conv to 192, HardSwish), CTC linear over 37 classes;
+  widths 32/64/96 with 1/2/3 heads instead of 64/128/256 (size); input 1x3x32x100.
 - audio_dscnn: DS-CNN keyword spotter (ARM's "Hello Edge" DS-CNN-S form): 10x4 conv stride 2,
   four depthwise-separable blocks of 64 channels, average pool, 12 classes; log-mel input
   1x1x40x49.
@@ -294,6 +299,95 @@ class CRNN(nn.Module):
         return self.fc(self.rnn(seq)[0])                   # (1, 25, 37) logits
 
 
+# ---------------------------------------------------------------- SVTR-tiny-like
+
+
+def local_mask(h: int, w: int, window: tuple[int, int] = (7, 11)) -> torch.Tensor:
+    """SVTR's local mixing: token (i, j) sees the tokens of the 7x11 window centred on it; the
+    rest get -inf before the softmax (as PaddleOCR's mask)."""
+    ii, jj = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+    ii, jj = ii.reshape(-1), jj.reshape(-1)
+    near = ((ii[:, None] - ii[None, :]).abs() <= window[0] // 2) & ((jj[:, None] - jj[None, :]).abs() <= window[1] // 2)
+    return torch.where(near, 0.0, float("-inf"))
+
+
+class MixingAttention(nn.Module):
+    def __init__(self, dim: int, heads: int, mask: torch.Tensor | None) -> None:
+        super().__init__()
+        self.heads, self.scale = heads, (dim // heads) ** -0.5
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.register_buffer("mask", mask if mask is not None else torch.zeros(0), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        attn = (q * self.scale) @ k.transpose(-2, -1)
+        if self.mask.numel():
+            attn = attn + self.mask
+        return self.proj((attn.softmax(-1) @ v).transpose(1, 2).reshape(b, n, c))
+
+
+class MixingBlock(nn.Module):
+    """PaddleOCR's SVTR block (post-norm): x = LN(x + mixer(x)); x = LN(x + MLP(x))."""
+
+    def __init__(self, dim: int, heads: int, mask: torch.Tensor | None) -> None:
+        super().__init__()
+        self.mixer, self.norm1 = MixingAttention(dim, heads, mask), nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+        self.norm2 = nn.LayerNorm(dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.norm1(x + self.mixer(x))
+        return self.norm2(x + self.mlp(x))
+
+
+class Merging(nn.Module):
+    """Between stages: tokens back to a map, 3x3 conv stride (2, 1) (height halved), LayerNorm."""
+
+    def __init__(self, cin: int, cout: int, h: int, w: int) -> None:
+        super().__init__()
+        self.h, self.w = h, w
+        self.conv, self.norm = nn.Conv2d(cin, cout, 3, (2, 1), 1), nn.LayerNorm(cout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.transpose(1, 2).reshape(x.shape[0], -1, self.h, self.w)
+        return self.norm(self.conv(x).flatten(2).transpose(1, 2))
+
+
+class SVTRTiny(nn.Module):
+    """SVTR-Tiny's form (patch embedding of two 3x3/2 convs, stages of 3, 6, 3 mixing blocks:
+    6 local then 6 global, merging, combining by average pool over the height, 1x1 conv to
+    192, HardSwish, CTC linear) at widths 32/64/96 with 1/2/3 heads instead of 64/128/256."""
+
+    def __init__(self, classes: int = 37, dims: tuple[int, ...] = (32, 64, 96), heads: tuple[int, ...] = (1, 2, 3),
+                 depths: tuple[int, ...] = (3, 6, 3)) -> None:
+        super().__init__()
+        self.embed = nn.Sequential(conv_bn_act(3, dims[0] // 2, 3, 2, act=nn.GELU),
+                                   conv_bn_act(dims[0] // 2, dims[0], 3, 2, act=nn.GELU))  # 8x25 tokens
+        self.pos = nn.Parameter(torch.randn(1, 8 * 25, dims[0]) * 0.02)
+        mixers = iter(["local"] * 6 + ["global"] * 6)
+        self.stages, self.merges, h = nn.ModuleList(), nn.ModuleList(), 8
+        for i, (d, nh, depth) in enumerate(zip(dims, heads, depths)):
+            mask = lambda: local_mask(h, 25) if next(mixers) == "local" else None  # noqa: E731
+            self.stages.append(nn.Sequential(*[MixingBlock(d, nh, mask()) for _ in range(depth)]))
+            if i + 1 < len(dims):
+                self.merges.append(Merging(d, dims[i + 1], h, 25))
+                h //= 2
+        self.h = h
+        self.combine = nn.Sequential(nn.AdaptiveAvgPool2d((1, 25)), nn.Conv2d(dims[-1], 192, 1, bias=False),
+                                     nn.Hardswish())
+        self.fc = nn.Linear(192, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.embed(x).flatten(2).transpose(1, 2) + self.pos
+        for i, stage in enumerate(self.stages):
+            x = stage(x)
+            if i < len(self.merges):
+                x = self.merges[i](x)
+        x = x.transpose(1, 2).reshape(x.shape[0], -1, self.h, 25)
+        return self.fc(self.combine(x).squeeze(2).transpose(1, 2))  # (1, 25, 37) logits
+
+
 # ---------------------------------------------------------------- DS-CNN
 
 
@@ -490,6 +584,8 @@ def main() -> None:
     fixture("audio_dscnn", DSCNN(), Data(log_mels(rng, CALIB + TEST + bn), CALIB, TEST))
     torch.manual_seed(5)
     make_yolo(Data(scenes(rng, CALIB + 16 + bn, 160), CALIB, 16))  # YOLO takes RGB in [0, 1]
+    torch.manual_seed(6)
+    fixture("ocr_rec_svtr", SVTRTiny(), Data(text_strips(rng, CALIB + TEST + bn), CALIB, TEST, 0.5, 0.5))
 
 
 def make_yolo(data: Data) -> None:
