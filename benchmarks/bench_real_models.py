@@ -40,17 +40,23 @@ from cuvil_sdk import runtime
 from cuvil_sdk.boards import get_board
 from cuvil_sdk.commands import do_build
 from cuvil_sdk.compiler import CompileRequest
+from cuvil_sdk.errors import CuvilError
 from cuvil_sdk.profiles import get_profile
 from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
 CONFIGS = ("ours-f32", "ours-int8", "ort-f32", "ort-int8")
 
 
-def build(name: str, precision: str, calib: Path, work: Path) -> tuple[str, int]:
-    """Our host library of the fixture and how many of its layers fell back."""
+def build(name: str, precision: str, calib: Path, work: Path) -> tuple[str | None, int | str]:
+    """Our host library of the fixture and how many of its layers fell back; or None and the
+    SDK's one-line error where the build is refused (the row then shows what does run)."""
     req = CompileRequest(model=model_path(name), board=get_board("host"), profile=get_profile("standard"),
                          precision=precision, calib=str(calib) if precision == "int8" else None, name=name)
-    info = do_build(req, work / f"{name}-{precision}", 2)
+    try:
+        info = do_build(req, work / f"{name}-{precision}", 2)
+    except CuvilError as e:
+        print(f"{name}: {precision} build refused: {e}", file=sys.stderr)
+        return None, str(e)
     return info["artifacts"]["so"], len(info.get("fallbacks") or [])
 
 
@@ -91,18 +97,26 @@ def measure(name: str, work: Path, iterations: int) -> dict:
     t0 = time.perf_counter()
     (so_f32, fb_f32), (so_int8, fb_int8) = build(name, "fp32", calib_path, work), build(name, "int8", calib_path, work)
     print(f"{name}: built fp32 and int8 in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-    ours = {"ours-f32": runtime.load(so_f32), "ours-int8": runtime.load(so_int8)}
+    ours = {k: runtime.load(so) for k, so in (("ours-f32", so_f32), ("ours-int8", so_int8)) if so}
     sessions = {"ort-f32": ort_session(model_path(name)), "ort-int8": ort_session(ort_qdq(name, calib, work))}
     call = {**{k: (lambda x, m=m: first_output(m(x))) for k, m in ours.items()},
             **{k: (lambda x, s=s: s.run(None, {"x": x})[0]) for k, s in sessions.items()}}
     x1 = np.ascontiguousarray(test[:1])
     med = timed({k: (lambda f=f: f(x1)) for k, f in call.items()}, iterations)
     ref = outputs(call["ort-f32"], test)
-    task = {k: task_metric(name, ref, outputs(call[k], test)) for k in ("ours-int8", "ort-int8")}
+    task = {k: task_metric(name, ref, outputs(call[k], test)) for k in ("ours-int8", "ort-int8") if k in call}
     for m in ours.values():
         m.close()
     return {"us": med, "fallbacks": {"f32": fb_f32, "int8": fb_int8}, "task": task, "task_name": TASKS[name],
             "samples": len(test)}
+
+
+def cell(values: dict, key: str, fmt: str, scale: float = 1.0, width: int = 10, unit: str = "") -> str:
+    return (format(values[key] / scale, fmt) + unit if key in values else "-").rjust(width)
+
+
+def ratio(us: dict, ours: str, ort: str, width: int) -> str:
+    return f"{us[ours] / us[ort]:.2f}".rjust(width) if ours in us else "-".rjust(width)
 
 
 def print_table(results: dict[str, dict]) -> None:
@@ -110,11 +124,12 @@ def print_table(results: dict[str, dict]) -> None:
             + f" {'ours/ort f32':>12} {'ours/ort i8':>11}  int8 task metric vs float (ours / ORT)")
     print(head)
     for name, r in results.items():
-        us = r["us"]
-        print(f"{name:16} {r['fallbacks']['f32']:>6}/{r['fallbacks']['int8']:<6} "
-              + " ".join(f"{us[c] / 1e3:>8.2f}ms" for c in CONFIGS)
-              + f" {us['ours-f32'] / us['ort-f32']:>12.2f} {us['ours-int8'] / us['ort-int8']:>11.2f}"
-              + f"  {r['task']['ours-int8']:.3f} / {r['task']['ort-int8']:.3f} ({r['task_name']}, {r['samples']})")
+        us, fb, task = r["us"], r["fallbacks"], r["task"]
+        fallbacks = f"{fb['f32'] if isinstance(fb['f32'], int) else 'err'}/{fb['int8'] if isinstance(fb['int8'], int) else 'err'}"
+        print(f"{name:16} {fallbacks:>13} " + " ".join(cell(us, c, ".2f", 1e3, 10, "ms") for c in CONFIGS)
+              + f" {ratio(us, 'ours-f32', 'ort-f32', 12)} {ratio(us, 'ours-int8', 'ort-int8', 11)}"
+              + f"  {cell(task, 'ours-int8', '.3f', width=5)} / {cell(task, 'ort-int8', '.3f', width=5)}"
+              + f" ({r['task_name']}, {r['samples']})")
 
 
 def main() -> int:

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 
 SHIPPED = Path(__file__).resolve().parent / "fixtures" / "shipped"
-MODELS = ("pplcnet_x025", "audio_dscnn", "ocr_rec_crnn", "ocr_det_mv3_db", "yolov8n_160")
+MODELS = ("pplcnet_x025", "audio_dscnn", "ocr_rec_crnn", "ocr_rec_svtr", "ocr_det_mv3_db", "yolov8n_160")
 TASKS = {"pplcnet_x025": "argmax agreement", "audio_dscnn": "argmax agreement", "ocr_rec_crnn": "CTC text equal",
+         "ocr_rec_svtr": "CTC text equal",
          "ocr_det_mv3_db": "DB boxes F1 at IoU 0.5", "yolov8n_160": "detections F1 at IoU 0.5"}
 
 
@@ -123,7 +124,7 @@ def match_f1(ref: list, got: list, threshold: float = 0.5) -> float:
 def task_metric(name: str, ref: np.ndarray, got: np.ndarray) -> float:
     if name in ("pplcnet_x025", "audio_dscnn"):
         return argmax_agreement(ref, got)
-    if name == "ocr_rec_crnn":
+    if name.startswith("ocr_rec_"):
         return text_agreement(ref, got)
     decode = yolo_detections if name == "yolov8n_160" else db_detections
     return match_f1([decode(r) for r in ref], [decode(g) for g in got])

@@ -25,6 +25,10 @@ METRIC_FLOOR = 0.99  # "within 1 point of float": float scores 1.0 against itsel
 RPI5_SAMPLES, CORTEX_M_SAMPLES = 4, 2
 pytestmark = pytest.mark.slow
 
+# SVTR's local mixing adds a -inf mask before the softmax (as PaddleOCR's does): int8 refuses it
+SVTR_INT8 = ("cuvil-sdk exit 3: layer '/stages.0/stages.0.0/mixer/Add' (Add): its output "
+             "'/stages.0/stages.0.0/mixer/Add_output_0' is not finite (NaN or Inf) on the calibration data: "
+             "its weights take it out of float32's range")
 # What each failing case reached when it was marked, so that it flips when fixed. Random weights
 # leave a classifier's logits close together, so int8's error flips some argmaxes; ONNX
 # Runtime's own QDQ int8 of the same fixture (benchmarks/bench_real_models.py) is given beside.
@@ -32,11 +36,14 @@ XFAIL_INT8: dict[str, str] = {
     "pplcnet_x025": "argmax agreement 0.672 (43 of 64) against float (ONNX Runtime QDQ u8s8: 0.719)",
     "audio_dscnn": "argmax agreement 0.938 (60 of 64) against float (ONNX Runtime QDQ u8s8: 0.969)",
     "ocr_rec_crnn": "greedy CTC text equal on 0.781 (50 of 64) against float (ONNX Runtime QDQ u8s8: 0.734)",
+    "ocr_rec_svtr": SVTR_INT8,
     "ocr_det_mv3_db": "DB boxes F1 0.333 at IoU 0.5 against float (pixels over 0.3 agree on 96.2%)",
     "yolov8n_160": "detections F1 0.000: every class score comes out 0 in int8 (the (1, 84, 525) output is "
                    "one Concat of boxes up to 736 px and sigmoid scores, one scale); ONNX Runtime QDQ: 0.000",
 }
-XFAIL_BUILD: dict[tuple[str, str, str], str] = {}  # (model, board, precision): the error line
+XFAIL_BUILD: dict[tuple[str, str, str], str] = {  # (model, board, precision): the error line
+    ("ocr_rec_svtr", "rpi5", "int8"): SVTR_INT8,
+}
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +94,9 @@ def test_the_float_task_results_are_not_empty():
     assert sum(len(yolo_detections(r)[0]) for r in y) >= len(x)
     _, x = data("ocr_det_mv3_db")
     assert sum(len(db_detections(r)[0]) for r in ort_float("ocr_det_mv3_db", x)) >= len(x)
-    _, x = data("ocr_rec_crnn")
-    assert np.mean([len(ctc_greedy(r)) for r in ort_float("ocr_rec_crnn", x)]) >= 2
+    for name in ("ocr_rec_crnn", "ocr_rec_svtr"):
+        _, x = data(name)
+        assert np.mean([len(ctc_greedy(r)) for r in ort_float(name, x)]) >= 2, name
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=maybe_xfail(XFAIL_BUILD.get((n, "host", "fp32"))))
