@@ -42,8 +42,9 @@ XFAIL_INT8: dict[str, str] = {
     "ocr_rec_svtr": SVTR_INT8,
     "ocr_det_mv3_db": ("DB boxes F1 0.333 at IoU 0.5 against float; pixels over 0.3 agree on 96.2%, map "
                        "cosine 0.987 (ONNX Runtime QDQ u8s8: F1 0.304)"),
-    "yolov8n_160": "detections F1 0.000: every class score comes out 0 in int8 (the (1, 84, 525) output is "
-                   "one Concat of boxes up to 736 px and sigmoid scores, one scale); ONNX Runtime QDQ: 0.000",
+    "yolov8n_160": ("detections F1 0.432 against float: the range split keeps the sigmoid scores their own scale "
+                    "(step 0.002; before it every score was 0 and F1 0.000, as ONNX Runtime QDQ's still is), but "
+                    "the random DFL head's boxes move up to 185 px in int8"),
 }
 XFAIL_BUILD: dict[tuple[str, str, str], str] = {  # (model, board, precision): the error line
     ("ocr_rec_svtr", "rpi5", "int8"): SVTR_INT8,
@@ -65,6 +66,13 @@ def ort_float(name: str, x: np.ndarray) -> np.ndarray:
     return np.concatenate([s.run(None, {"x": x[i:i + 1]})[0] for i in range(len(x))])
 
 
+def per_sample(outs: dict) -> np.ndarray:
+    """`run`'s output 'y' as (N, *shape) (every fixture's batch is 1) without that batch axis, as
+    ort_float gives it."""
+    y = outs["y"]
+    return y.reshape(y.shape[0], *y.shape[2:])
+
+
 _int8_cache: dict[tuple[str, str, str], np.ndarray] = {}
 
 
@@ -72,7 +80,7 @@ def int8_outputs(work: Path, name: str, board: str, profile: str, x: np.ndarray)
     key = (name, board, profile)
     if key not in _int8_cache:
         outs, _ = cli_run(work, board, profile, model_path(name), x, work / f"{name}_calib.npy")
-        _int8_cache[key] = outs["y"]
+        _int8_cache[key] = per_sample(outs)
     return _int8_cache[key]
 
 
@@ -109,7 +117,7 @@ def test_host_fp32_matches_onnxruntime(work, name):
     _, x = data(name)
     outs, _ = cli_run(work, "host", "standard", model_path(name), x, None, "--precision", "fp32")
     expected = ort_float(name, x)
-    err = float(np.abs(outs["y"] - expected).max())
+    err = float(np.abs(per_sample(outs) - expected).max())
     assert err <= 1e-4 * max(1.0, float(np.abs(expected).max())), err
 
 
@@ -128,7 +136,7 @@ def test_rpi5_int8_equals_host_int8(work, name):
     x = x[:RPI5_SAMPLES]
     rpi5, _ = cli_run(work, "rpi5", "standard", model_path(name), x, work / f"{name}_calib.npy")
     host = int8_outputs(work, name, "host", "standard", data(name)[1])[:RPI5_SAMPLES]
-    assert np.array_equal(rpi5["y"], host)
+    assert np.array_equal(per_sample(rpi5), host)
 
 
 @pytest.mark.parametrize("name,board", [pytest.param(n, b, marks=maybe_xfail(XFAIL_BUILD.get((n, b, "int8"))))
@@ -138,4 +146,4 @@ def test_cortex_m_equals_host_int8(work, name, board):
     x = x[:CORTEX_M_SAMPLES]
     fw, _ = cli_run(work, board, "lite", model_path(name), x, work / f"{name}_calib.npy")
     host = int8_outputs(work, name, "host", "standard", data(name)[1])[:CORTEX_M_SAMPLES]
-    assert np.array_equal(fw["y"], host)
+    assert np.array_equal(per_sample(fw), host)
