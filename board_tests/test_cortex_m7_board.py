@@ -31,6 +31,7 @@ import jinja2  # noqa: E402
 
 from cuvil_sdk import build_report  # noqa: E402
 from cuvil_sdk.boards import get_board  # noqa: E402
+from cuvil_sdk.codegen.emit import common_header  # noqa: E402
 from cuvil_sdk.codegen.firmware import render_firmware_files  # noqa: E402
 from cuvil_sdk.errors import BudgetError, TargetError, ToolError  # noqa: E402
 from cuvil_sdk.runners.qemu_m7 import encode_inputs, run_firmware  # noqa: E402
@@ -51,6 +52,7 @@ def build(out: Path, board_name: str = "cortex-m7", defines: dict | None = None,
     (out / "src").mkdir(parents=True)
     for source in FIXTURE.glob("*.[ch]"):
         shutil.copy(source, out / "src" / source.name)
+    (out / "src" / "cuvil_common.h").write_text(common_header(False))  # as every generated model has
     added = render_firmware_files(board, out, dict(CONTEXT, int8=int8))
     spec = {"board": board.name, "board_dir": str(board.family_dir), "name": NAME,
             "sources": [f"src/{NAME}.c", f"src/{NAME}_weights.c", *added], "kind": "firmware",
@@ -66,9 +68,10 @@ def built(out: Path, **kwargs) -> Path:
 
 
 def expected_int8(x: np.ndarray) -> np.ndarray:
-    """The fixture's arithmetic in numpy: quantize (scale 0.5, half away from zero), add 1."""
+    """The fixture's arithmetic in numpy: quantize (scale 0.5, the SDK's floor(x / scale + 0.5): the
+    harness quantizes an int8 input as the generated code does), add 1."""
     v = x.astype(np.float32) / np.float32(0.5)
-    q = np.trunc(np.where(v >= 0, v + np.float32(0.5), v - np.float32(0.5)))
+    q = np.floor(v + np.float32(0.5))
     q = np.clip(q, -128, 127)
     return np.clip(q + 1, -128, 127).astype(np.int8)
 
@@ -219,14 +222,19 @@ def test_harness_template_is_strict_and_renders_many_inputs(tmp_path: Path):
     (tmp_path / "b" / "src" / "net.h").write_text(
         "#include <stdint.h>\n#define NET_INPUT_0_SIZE 3\n#define NET_INPUT_1_SIZE 5\n#define NET_OUTPUT_0_SIZE 1\n"
         "#define NET_OUTPUT_1_SIZE 2\n#define NET_OUTPUT_2_SIZE 7\n"
-        "int net_run_int8(const int8_t *const inputs[], int8_t *const outputs[]);\n"
-        "void net_quantize_input(int index, const float *src, int8_t *dst);\n")
+        "#define NET_INPUT_0_SCALE 0.5f\n#define NET_INPUT_0_ZERO_POINT 0\n#define NET_INPUT_1_SCALE 0.25f\n"
+        "#define NET_INPUT_1_ZERO_POINT -3\n"
+        "int net_run_int8(const int8_t *const inputs[], int8_t *const outputs[]);\n")
+    (tmp_path / "b" / "src" / "cuvil_common.h").write_text(common_header(False))
     tool = board.get("toolchain")
     subprocess.run([tool["prefix"] + "gcc", *tool["cpu_flags"], *tool["cflags"], "-I", str(board.family_dir),
+                    "-I", str(tmp_path / "b" / "src"),
                     "-c", str(tmp_path / "b" / "src" / "harness.c"), "-o", str(tmp_path / "harness.o")],
                    check=True, cwd=tmp_path)
     harness = (tmp_path / "b" / "src" / "harness.c").read_text()
-    assert "net_quantize_input(1, input1, input1_q);" in harness and "output2" in harness
+    # int8 inputs are read in chunks and quantized as they come (no float copy of a whole input)
+    assert "read_quantized(in, input1_q, NET_INPUT_1_SIZE, NET_INPUT_1_SCALE," in harness and "output2" in harness
+    assert "static float input1[" not in harness
 
 
 def test_boards_are_listed_with_their_budget():

@@ -41,7 +41,8 @@ def run_on(work: Path, board: str, *extra: str) -> tuple[np.ndarray, dict]:
             "--input", work / "x.npy", "--output", out, "--json", *extra, cwd=work)
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
-    return np.load(out)["output0"], json.loads(r.stdout)
+    y = np.load(out)["output0"]  # (N, 1, 64, 7): run stacks the samples; the reference concatenates batches of 1
+    return y.reshape(y.shape[0], *y.shape[2:]), json.loads(r.stdout)
 
 
 def reference(board: str, *options) -> tuple[np.ndarray, np.ndarray]:

@@ -132,8 +132,8 @@ def test_host_library_matches_the_reference_bit_for_bit(tmp_path, test_x):
     entry = b.info["outputs"][0]
     assert entry["segment_axis"] == 2 and len(entry["segments"]) == 2
     with b.load() as model:
-        ours = model.run(test_x)["output0"]
-        codes = model.run_int8({"x": quantize_input(g, test_x)})
+        ours = model.run(test_x)["output0"].reshape(y.shape)  # (N, 1, 64, 7): the samples stacked
+        codes = {"output0": model.run_int8({"x": quantize_input(g, test_x)})["output0"].reshape(raw.shape)}
     assert np.array_equal(ours, y)  # the C API's float output: each segment dequantized with its own scale
     assert np.array_equal(codes["output0"], raw)
     assert np.array_equal(dequantize_segmented(codes["output0"], entry["shape"], entry["segments"], 2), y)
@@ -219,8 +219,8 @@ def test_host_library_dequantizes_any_axis_as_the_reference(tmp_path, case):
     raw, want = quantized_outputs_named(g, x, "y")
     b = cuvil_sdk.build(model, board="host", profile="standard", calib=calib, out_dir=tmp_path / "b")
     with b.load() as lib:
-        assert np.array_equal(lib.run(x)["y"], want)
-        assert np.array_equal(lib.run_int8({"x": quantize_input(g, x)})["y"], raw)
+        assert np.array_equal(lib.run(x)["y"].reshape(want.shape), want)  # the samples stacked, batch 1 each
+        assert np.array_equal(lib.run_int8({"x": quantize_input(g, x)})["y"].reshape(raw.shape), raw)
 
 
 def quantized_outputs_named(g, x: np.ndarray, name: str):

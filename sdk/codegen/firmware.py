@@ -37,6 +37,22 @@ def tick_context(board: Board) -> dict[str, Any]:
             "tick_divide": "" if per_tick.denominator == 1 else f" / {per_tick.denominator}u"}
 
 
+# A float input of an int8 firmware build is read this many floats at a time and quantized as it
+# comes (1 KiB of RAM instead of the whole float copy: 602 KB for a 224x224x3 image).
+HARNESS_CHUNK_FLOATS = 256
+
+
+def buffer_context(context: dict[str, Any]) -> dict[str, Any]:
+    """Where the harness keeps its sample buffers and how it reads int8 inputs: in chunks,
+    quantized as they come (an int16 input, --input-precision NAME=int16, is read whole)."""
+    section = context.get("buffer_section", "")
+    return {"buffer_section": section,
+            "buffer_attribute": f' __attribute__((section("{section}")))' if section else "",
+            "chunk_floats": HARNESS_CHUNK_FLOATS,
+            "quantized_inputs": bool(context["int8"]) and any(not i["integer"] and i["run_ctype"] == "int8_t"
+                                                              for i in context["inputs"])}
+
+
 def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any],
                           harness_key: str = "firmware.harness_template") -> list[str]:
     """Render src/linker.ld and src/harness.c into out_dir; return the sources to compile.
@@ -49,7 +65,9 @@ def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any],
       inputs   list of {"index": i}, in model order (with "size", "dtype" and "scale", a
                manifest entry: typed by codegen/harness_types.py; without, a float tensor);
       outputs  list of {"index": i}, in model order, the same way;
-      int8     True: int8 outputs in output.bin; False: float32 run and outputs.
+      int8     True: int8 outputs in output.bin; False: float32 run and outputs;
+      buffer_section  optional: the section of the sample buffers (the arena's region under
+               --arena-region); default: .bss.
     The board adds `instructions_per_tick` and `tick_divide` (tick_context) and, where it has
     a serial harness (key firmware.serial_counter), `proto`: serial_protocol.c_context().
     Returns paths relative to out_dir of the C sources added ("src/harness.c"); the linker
@@ -64,6 +82,7 @@ def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any],
     (Path(out_dir) / LINKER_SCRIPT).write_text(linker.render(linker_context(board)))
     harness_context = with_types(context)  # a tensor given by its index alone is a float one
     harness_context.update(tick_context(board))
+    harness_context.update(buffer_context(harness_context))
     if board.get("firmware.serial_counter"):  # a board with the serial harness: the protocol's constants
         from ..runners.serial_protocol import c_context
         harness_context.update(c_context(str(board.get("firmware.serial_counter"))))

@@ -100,12 +100,20 @@ def family_variants(template: Path) -> list[str]:
     return first.split("variants:", 1)[1].replace("#}", "").split()
 
 
+def is_family(template: Path) -> bool:
+    """A family template (its first line names variants), not a kernel whose name ends like one
+    (lstm_s8 is a kernel; lstm_s8_s16state is not its variant)."""
+    first = template.read_text().split("\n", 1)[0]
+    return first.startswith("{#") and "variants:" in first
+
+
 def family_of(kernel_set: str, name: str) -> tuple[str, str] | None:
     """(family template path relative to the templates folder, variant) for a kernel that a
     family template serves, else None."""
     family, _, variant = name.rpartition("_")
     template = f"{kernel_set}/{family}{extension(kernel_set)}.j2"
-    if (TEMPLATES / template).is_file() and variant in family_variants(TEMPLATES / template):
+    if (TEMPLATES / template).is_file() and is_family(TEMPLATES / template) \
+            and variant in family_variants(TEMPLATES / template):
         return template, variant
     return None
 

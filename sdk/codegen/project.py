@@ -29,18 +29,8 @@ def harness_context(info: dict) -> dict:
                           "weights_file": info.get("weights", {}).get("file", "")
                           if info.get("weights", {}).get("placement") == "file" else "",
                           # the firmware harness's sample buffers go where the arena goes (--arena-region)
-                          "buffer_section": section,
-                          "buffer_attribute": f' __attribute__((section("{section}")))' if section else "",
-                          "chunk_floats": HARNESS_CHUNK_FLOATS})
-    # int8 inputs read in chunks (an int16 one, --input-precision NAME=int16, is read whole)
-    context["quantized_inputs"] = int8 and any(not i["integer"] and i["run_ctype"] == "int8_t"
-                                               for i in context["inputs"])
+                          "buffer_section": section})
     return context
-
-
-# A float input of an int8 firmware build is read this many floats at a time and quantized as it
-# comes (1 KiB of RAM instead of the whole float copy: 602 KB for a 224x224x3 image).
-HARNESS_CHUNK_FLOATS = 256
 
 
 def add_board_files(board: Board, out_dir: Path, info: dict) -> None:

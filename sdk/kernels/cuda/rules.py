@@ -119,7 +119,7 @@ FLOAT_RULES = {
         "fc_s8": fc, "fc_f32": fc, "fc_s16": fc,
         "conv2d_s8w4": int4_weights(conv), "fc_s8w4": int4_weights(fc),
         "matmul_s8": matmul, "matmul_f32": matmul,
-        "lstm_s8": per("batch"), "lstm_f32": per("batch"), "gru_s8": per("batch"), "gru_f32": per("batch"),
+        "lstm_s8": per("batch"), "lstm_s8_s16state": per("batch"), "lstm_f32": per("batch"), "gru_s8": per("batch"), "gru_f32": per("batch"),
         "add_s8": per_4d("d"), "add_f32": per_4d("d"), "mul_s8": per_4d("d"), "mul_f32": per_4d("d"),
         "maxpool_s8": pool, "maxpool_f32": pool, "avgpool_s8": pool, "avgpool_f32": pool,
         "lut_s8": per("count"), "activation_f32": per("count"),
