@@ -49,8 +49,9 @@ def buffer_context(context: dict[str, Any]) -> dict[str, Any]:
     return {"buffer_section": section,
             "buffer_attribute": f' __attribute__((section("{section}")))' if section else "",
             "chunk_floats": HARNESS_CHUNK_FLOATS,
-            "quantized_inputs": bool(context["int8"]) and any(not i["integer"] and i["run_ctype"] == "int8_t"
-                                                              for i in context["inputs"])}
+            # (an image of several models renders the multi-model harness: no inputs of its own here)
+            "quantized_inputs": bool(context.get("int8")) and any(not i["integer"] and i["run_ctype"] == "int8_t"
+                                                                  for i in context.get("inputs", []))}
 
 
 def render_firmware_files(board: Board, out_dir: Path, context: dict[str, Any],
