@@ -129,10 +129,12 @@ def first_line(exc: BaseException) -> str:
     return (text[0] if text else type(exc).__name__)[:200]
 
 
-def load_arrays(path: Path, what: str = "data", keys: list[str] | None = None) -> dict[str, np.ndarray]:
+def load_arrays(path: Path, what: str = "data", keys: list[str] | None = None,
+                headers: dict[str, ArrayHeader] | None = None) -> dict[str, np.ndarray]:
     """The arrays of a .npy (key "") or .npz file (those of `keys`, else all), read only after
-    their headers passed read_headers, and checked to be finite."""
-    headers = read_headers(path, what)
+    their headers passed read_headers (given as `headers` by a caller that has read them), and
+    checked to be finite."""
+    headers = read_headers(path, what) if headers is None else headers
     keys = list(headers) if keys is None else keys
     try:
         loaded = np.load(path, allow_pickle=False)
@@ -318,7 +320,7 @@ def load_samples(path: Path, g: Graph, what: str) -> list[dict[str, np.ndarray]]
     headers = read_headers(path, what)
     keys = input_keys(path, list(headers), list(g.inputs))
     check_declared_shapes(path, g, {name: headers[key] for name, key in keys.items()}, what)
-    arrays = load_arrays(path, what, list(keys.values()))
+    arrays = load_arrays(path, what, list(keys.values()), headers)
     return as_samples(g, {name: arrays[key] for name, key in keys.items()}, what)
 
 

@@ -74,8 +74,9 @@ def default_out_dir(stem: str, board: str, profile: str) -> Path:
     return Path.cwd() / "cuvil-build" / f"{stem}-{board}-{profile}"
 
 
-def input_shape_specs(value: Any) -> list[str]:
-    """input_shape as "NAME=1x3x32x32", a list of those, or {name: (1, 3, 32, 32)}."""
+def name_value_specs(value: Any, option: str, example: str, write_value=str) -> list[str]:
+    """An option of NAME=VALUE specs as the CLI, the API and cuvil.toml give it: one "NAME=VALUE", a
+    list of those, or {name: value} (write_value writes a value as the command line would)."""
     if value is None:
         return []
     if isinstance(value, (list, tuple)):
@@ -83,8 +84,18 @@ def input_shape_specs(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [f"{k}={'x'.join(str(int(d)) for d in v)}" for k, v in value.items()]
-    raise UsageError(f"input_shape must be 'NAME=1x3x32x32', a list of those or a dict, not {type(value).__name__}")
+        return [f"{k}={write_value(v)}" for k, v in value.items()]
+    raise UsageError(f"{option} must be '{example}', a list of those or a dict, not {type(value).__name__}")
+
+
+def input_shape_specs(value: Any) -> list[str]:
+    """input_shape as "NAME=1x3x32x32", a list of those, or {name: (1, 3, 32, 32)}."""
+    return name_value_specs(value, "input_shape", "NAME=1x3x32x32", lambda dims: "x".join(str(int(d)) for d in dims))
+
+
+def input_value_specs(value: Any) -> list[str]:
+    """input_value as "NAME=VALUE", a list of those, or {name: value}; a bool as true or false."""
+    return name_value_specs(value, "input_value", "NAME=VALUE", lambda v: str(v).lower() if isinstance(v, bool) else v)
 
 
 INPUT_PRECISIONS = ("float", "int16")
@@ -93,18 +104,8 @@ INPUT_PRECISIONS = ("float", "int16")
 def input_precision_option(value: Any) -> dict[str, str]:
     """--input-precision as "NAME=float", a list of those, or {name: "float" | "int16"} (the API,
     cuvil.toml) -> {name: precision}; anything else is a UsageError naming the option."""
-    if value is None:
-        return {}
-    if isinstance(value, dict):
-        specs = [f"{k}={v}" for k, v in value.items()]
-    elif isinstance(value, str):
-        specs = [value]
-    elif isinstance(value, (list, tuple)):
-        specs = [str(v) for v in value]
-    else:
-        raise UsageError(f"input_precision must be 'NAME=float', a list of those or a dict, not {type(value).__name__}")
     chosen = {}
-    for spec in specs:
+    for spec in name_value_specs(value, "input_precision", "NAME=float"):
         name, _, precision = spec.rpartition("=")
         if not name or precision.strip().lower() not in INPUT_PRECISIONS:
             raise UsageError(f"--input-precision '{spec}' must look like NAME=float or NAME=int16")
@@ -173,7 +174,7 @@ def new_request(model: str | Path, *, board: str, profile: str | None = None, pr
     the pipeline uses them (precision, placement, calibration method, layouts), with the same
     messages for every front-end. Plugins load here, before anything reads the model."""
     from .frontend import parse_input_shapes
-    from .frontend.control_flow import input_value_specs, parse_input_values
+    from .frontend.control_flow import parse_input_values
     from .plugins import load_plugins
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:

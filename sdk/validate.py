@@ -121,7 +121,7 @@ def load_validation_data(path: Path, g) -> tuple[list[dict], np.ndarray | None, 
     headers = read_headers(path, what)
     keys = input_keys(path, [k for k in headers if k != "y"], list(g.inputs))
     check_declared_shapes(path, g, {name: headers[key] for name, key in keys.items()}, what)
-    arrays = load_arrays(path, what, list(keys.values()) + (["y"] if "y" in headers else []))
+    arrays = load_arrays(path, what, list(keys.values()) + (["y"] if "y" in headers else []), headers)
     samples = as_samples(g, {name: arrays[key] for name, key in keys.items()}, what)
     labels = arrays.get("y")
     if labels is not None:

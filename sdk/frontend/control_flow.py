@@ -10,7 +10,6 @@ no subgraphs, and the taken branch is then checked like any other part of the mo
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import numpy as np
 import onnx
@@ -40,19 +39,6 @@ def parse_input_values(specs: list[str] | None) -> dict[str, float | int | bool]
         else:
             values[name] = float(text)
     return values
-
-
-def input_value_specs(value: Any) -> list[str]:
-    """input_value as "NAME=VALUE", a list of those, or {name: value} (the Python API, cuvil.toml)."""
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in value.items()]
-    raise UsageError(f"input_value must be 'NAME=VALUE', a list of those or a dict, not {type(value).__name__}")
 
 
 def pin_inputs(model: onnx.ModelProto, values: dict[str, float | int | bool],
@@ -430,5 +416,5 @@ def control_flow_message(model: onnx.ModelProto, node: onnx.NodeProto, rule: str
         "".join(f"; {h}" for h in hints)
 
 
-__all__ = ["parse_input_values", "input_value_specs", "pin_inputs", "fold_static_control_flow",
+__all__ = ["parse_input_values", "pin_inputs", "fold_static_control_flow",
            "control_flow_message", "CONTROL_FLOW_OPS"]
